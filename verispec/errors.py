@@ -1,0 +1,96 @@
+"""Failure kinds, kept apart all the way to the exit code.
+
+* :class:`UsageError`: the caller asked for something invalid (bad argument, unknown name).
+* :class:`NonConformance`: the thing under test is wrong.
+* :class:`InternalError`: verispec itself is wrong; please report it.
+* :class:`MissingDependency`: an optional dependency is not installed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+from collections.abc import Iterable
+
+__all__ = [
+    "ExitCode",
+    "InternalError",
+    "MissingDependency",
+    "NonConformance",
+    "UsageError",
+    "VerispecError",
+    "require",
+    "unknown_name",
+]
+
+
+class ExitCode(enum.IntEnum):
+    """Exit codes of the ``verispec`` command line (a stable interface)."""
+
+    OK = 0
+    NON_CONFORMANCE = 1
+    USAGE_ERROR = 2
+    INTERNAL_ERROR = 3
+    MISSING_DEPENDENCY = 4
+    INCONCLUSIVE = 10
+
+
+class VerispecError(Exception):
+    """Base class of every error verispec raises on purpose."""
+
+    exit_code: ExitCode = ExitCode.INTERNAL_ERROR
+
+
+class UsageError(VerispecError, ValueError):
+    """An argument is invalid. The message names the argument and repeats its value."""
+
+    exit_code = ExitCode.USAGE_ERROR
+
+
+class NonConformance(VerispecError):
+    """The implementation under test broke its contract (for example, returned a bad block)."""
+
+    exit_code = ExitCode.NON_CONFORMANCE
+
+
+class InternalError(VerispecError, RuntimeError):
+    """verispec reached a state its own invariants forbid."""
+
+    exit_code = ExitCode.INTERNAL_ERROR
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"{message} (this is a bug in verispec; please report it)")
+
+
+class MissingDependency(VerispecError, ImportError):
+    """An optional dependency is needed; the message gives the install command."""
+
+    exit_code = ExitCode.MISSING_DEPENDENCY
+
+    def __init__(self, module: str, extra: str) -> None:
+        super().__init__(
+            f"this feature needs the optional dependency {module!r}; "
+            f"install it with: pip install 'verispec[{extra}]'"
+        )
+        self.module = module
+        self.extra = extra
+
+
+def require(module: str, extra: str) -> object:
+    """Import an optional dependency or raise :class:`MissingDependency`."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        raise MissingDependency(module, extra) from exc
+
+
+def unknown_name(argument: str, value: str, known: Iterable[str]) -> UsageError:
+    """A usage error for an unknown name, suggesting the closest known ones."""
+    known = sorted(known)
+    close = difflib.get_close_matches(value, known, n=3, cutoff=0.5)
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return UsageError(
+        f"{argument}={value!r} is not a known name{hint} (known: {', '.join(known)})"
+    )

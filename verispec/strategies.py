@@ -1,0 +1,129 @@
+"""Hypothesis strategies for speculative-decoding instances.
+
+Use them in your own property tests, or let :func:`verispec.exact.search.find_counterexample`
+use them to search and shrink::
+
+    from hypothesis import given
+    from verispec import strategies as vst
+
+    @given(vst.chain_instances(max_vocab=3, max_gamma=2))
+    def test_my_verifier(instance): ...
+
+Shrinking goes toward small vocabularies, one draft, uniform rows (an all-zero weight
+vector means uniform), context-free models and plain sampling settings, so a shrunk
+counterexample is as small as the bug allows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+from hypothesis import strategies as st
+
+from verispec.core.models import TableModel
+from verispec.core.transforms import SamplingConfig
+from verispec.errors import UsageError
+from verispec.verifiers.instance import ChainInstance
+
+__all__ = [
+    "chain_instances",
+    "conditional_models",
+    "distributions",
+    "rows_from_weights",
+]
+
+#: Largest integer weight of one token in a generated row: denominators stay small enough
+#: to read, and 0..6 already gives ties, zeros and skew.
+MAX_WEIGHT = 6
+
+
+def rows_from_weights(weights: Sequence[int]) -> tuple[Fraction, ...]:
+    """Normalise integer weights; all zeros means the uniform row."""
+    total = sum(weights)
+    if total == 0:
+        return tuple(Fraction(1, len(weights)) for _ in weights)
+    return tuple(Fraction(w, total) for w in weights)
+
+
+def _check_sizes(**sizes: int) -> None:
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UsageError(f"{name}={value!r} must be a positive integer")
+
+
+def distributions(vocab_size: int, *, max_weight: int = MAX_WEIGHT) -> st.SearchStrategy[tuple[Fraction, ...]]:
+    """Exact distributions over ``vocab_size`` tokens, with zeros and ties."""
+    _check_sizes(vocab_size=vocab_size, max_weight=max_weight)
+    return st.lists(
+        st.integers(0, max_weight), min_size=vocab_size, max_size=vocab_size
+    ).map(rows_from_weights)
+
+
+@st.composite
+def _table_model(draw: Any, vocab_size: int, depth: int, max_weight: int, max_overrides: int) -> TableModel:
+    default = draw(distributions(vocab_size, max_weight=max_weight))
+    prefix = st.lists(st.integers(0, vocab_size - 1), max_size=depth).map(tuple)
+    overrides = draw(
+        st.dictionaries(prefix, distributions(vocab_size, max_weight=max_weight), max_size=max_overrides)
+    )
+    return TableModel(overrides, default)
+
+
+def conditional_models(
+    vocab_size: int, depth: int, *, max_weight: int = MAX_WEIGHT, max_overrides: int = 4
+) -> st.SearchStrategy[TableModel]:
+    """Models with a default row and up to ``max_overrides`` prefix-specific rows.
+
+    Prefixes have at most ``depth`` tokens. Shrinking removes overrides first, so a shrunk
+    model is context-free unless the counterexample needs the context.
+    """
+    _check_sizes(vocab_size=vocab_size, max_weight=max_weight)
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+        raise UsageError(f"depth={depth!r} must be a non-negative integer")
+    return _table_model(vocab_size, depth, max_weight, max_overrides)
+
+
+_DEFAULT_SETTINGS = (SamplingConfig(),)
+
+
+@st.composite
+def _chain_instance(
+    draw: Any,
+    min_vocab: int,
+    max_vocab: int,
+    min_gamma: int,
+    max_gamma: int,
+    settings: tuple[SamplingConfig, ...],
+    max_weight: int,
+) -> ChainInstance:
+    vocab = draw(st.integers(min_vocab, max_vocab))
+    gamma = draw(st.integers(min_gamma, max_gamma))
+    config = draw(st.sampled_from(settings))
+    target = draw(conditional_models(vocab, gamma, max_weight=max_weight))
+    draft = draw(conditional_models(vocab, max(gamma - 1, 0), max_weight=max_weight))
+    return ChainInstance(target, draft, gamma, config)
+
+
+def chain_instances(
+    *,
+    min_vocab: int = 2,
+    max_vocab: int = 4,
+    min_gamma: int = 1,
+    max_gamma: int = 3,
+    settings: Sequence[SamplingConfig] = _DEFAULT_SETTINGS,
+    max_weight: int = MAX_WEIGHT,
+) -> st.SearchStrategy[ChainInstance]:
+    """Chain instances: target and draft models, ``gamma`` and a sampling config.
+
+    ``settings`` lists the configs to draw from; the first is what shrinking goes toward.
+    """
+    _check_sizes(min_vocab=min_vocab, max_vocab=max_vocab, max_weight=max_weight)
+    if min_vocab > max_vocab:
+        raise UsageError(f"min_vocab={min_vocab} must be <= max_vocab={max_vocab}")
+    if min_gamma < 0 or min_gamma > max_gamma:
+        raise UsageError(f"min_gamma={min_gamma} must be in 0..max_gamma={max_gamma}")
+    if not settings:
+        raise UsageError("settings=() is empty; give at least one SamplingConfig")
+    return _chain_instance(min_vocab, max_vocab, min_gamma, max_gamma, tuple(settings), max_weight)
