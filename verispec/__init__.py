@@ -1,0 +1,110 @@
+"""verispec: prove and test that speculative decoding keeps the target model's distribution.
+
+The public API is re-exported here; implementation modules live behind it. Importing
+verispec loads neither torch, transformers nor z3: heavy parts load where they are used.
+
+>>> import verispec
+>>> from fractions import Fraction
+>>> inst = verispec.ChainInstance(
+...     verispec.FixedModel(["1/2", "3/10", "1/5"]), verispec.FixedModel(["1/5", "1/5", "3/5"]), gamma=1)
+>>> verispec.check_round(verispec.get_verifier("token-level"), inst).exact
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from verispec._version import __version__
+
+__all__ = [
+    "ChainInstance",
+    "ChainVerifier",
+    "CertifiedReal",
+    "Counterexample",
+    "ExitCode",
+    "FixedModel",
+    "InternalError",
+    "MissingDependency",
+    "NonConformance",
+    "ProveBudget",
+    "ProveResult",
+    "Proved",
+    "Random",
+    "RandomRationalModel",
+    "Refuted",
+    "SamplingConfig",
+    "SeededRandom",
+    "TableModel",
+    "Unknown",
+    "UsageError",
+    "__version__",
+    "apply_exact",
+    "apply_float",
+    "as_exact_distribution",
+    "as_float_distribution",
+    "check_multi_round",
+    "check_round",
+    "expected_accepted",
+    "find_counterexample",
+    "get_verifier",
+    "output_law",
+    "prove",
+    "run_round",
+    "sample_blocks",
+    "tv_distance",
+    "verifier_names",
+]
+
+_LAZY = {
+    "ChainInstance": "verispec.verifiers.instance",
+    "run_round": "verispec.verifiers.instance",
+    "ChainVerifier": "verispec.verifiers.registry",
+    "CertifiedReal": "verispec.core.certified",
+    "Counterexample": "verispec.exact.search",
+    "find_counterexample": "verispec.exact.search",
+    "ExitCode": "verispec.errors",
+    "InternalError": "verispec.errors",
+    "MissingDependency": "verispec.errors",
+    "NonConformance": "verispec.errors",
+    "UsageError": "verispec.errors",
+    "FixedModel": "verispec.core.models",
+    "RandomRationalModel": "verispec.core.models",
+    "TableModel": "verispec.core.models",
+    "ProveBudget": "verispec.exact.prove",
+    "ProveResult": "verispec.exact.prove",
+    "prove": "verispec.exact.prove",
+    "Proved": "verispec.verdicts",
+    "Refuted": "verispec.verdicts",
+    "Unknown": "verispec.verdicts",
+    "Random": "verispec.core.random",
+    "SeededRandom": "verispec.core.random",
+    "SamplingConfig": "verispec.core.transforms",
+    "apply_exact": "verispec.core.transforms",
+    "apply_float": "verispec.core.transforms",
+    "as_exact_distribution": "verispec.core.distributions",
+    "as_float_distribution": "verispec.core.distributions",
+    "tv_distance": "verispec.core.distributions",
+    "check_round": "verispec.exact.criterion",
+    "check_multi_round": "verispec.exact.criterion",
+    "expected_accepted": "verispec.exact.criterion",
+    "output_law": "verispec.exact.executor",
+    "sample_blocks": "verispec.sampling",
+}
+_RENAMED = {"get_verifier": ("verispec.verifiers.registry", "get"),
+            "verifier_names": ("verispec.verifiers.registry", "names")}
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    if name in _RENAMED:
+        module, attr = _RENAMED[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'verispec' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -115,11 +115,11 @@ def as_float_distribution(
     bad = np.flatnonzero(~np.isfinite(arr))
     if bad.size:
         i = int(bad[0])
-        raise UsageError(f"{name}[{i}]={arr[i]!r} is not finite")
+        raise UsageError(f"{name}[{i}]={float(arr[i])!r} is not finite")
     neg = np.flatnonzero(arr < 0)
     if neg.size:
         i = int(neg[0])
-        raise UsageError(f"{name}[{i}]={arr[i]!r} is negative; probabilities must be >= 0")
+        raise UsageError(f"{name}[{i}]={float(arr[i])!r} is negative; probabilities must be >= 0")
     total = float(math.fsum(arr.tolist()))
     if abs(total - 1.0) > atol:
         raise UsageError(

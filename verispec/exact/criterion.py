@@ -26,6 +26,7 @@ from typing import Any
 
 from verispec.core.certified import sign
 from verispec.core.random import Random
+from verispec.errors import UsageError
 from verispec.exact.executor import DEFAULT_MAX_LEAVES, output_law
 from verispec.verifiers.instance import ChainInstance, run_round
 from verispec.verifiers.registry import ChainVerifier
@@ -215,22 +216,31 @@ def check_multi_round(
     keep: int = 6,
     max_leaves: int = DEFAULT_MAX_LEAVES,
 ) -> MultiRoundCheck:
-    """Run rounds until ``n_tokens`` are committed; compare the law with the target's."""
-    verify, draft = entry.verify, entry.draft
+    """Run rounds until ``n_tokens`` are committed; compare the law with the target's.
 
-    def rounds(rand: Random) -> Hashable:
-        committed: Block = ()
-        while len(committed) < n_tokens:
-            here = instance.with_context(instance.context + committed)
-            committed += run_round(verify, draft, here, rand)
-        return committed[:n_tokens]
-
-    law = output_law(rounds, max_leaves=max_leaves)
+    The law of the committed tokens is built by the law of total probability over rounds:
+    each round's exact law is enumerated once per committed prefix (rounds depend only on
+    the context and fresh randomness), and the blocks are chained until ``n_tokens`` are
+    committed. This is exact, and far cheaper than enumerating every path of every round.
+    """
+    if isinstance(n_tokens, bool) or not isinstance(n_tokens, int) or n_tokens < 1:
+        raise UsageError(f"n_tokens={n_tokens!r} must be a positive integer")
+    law: dict[Block, Any] = {}
+    pending: dict[Block, Any] = {(): Fraction(1)}
+    while pending:
+        committed = min(pending, key=len)
+        weight = pending.pop(committed)
+        here = instance.with_context(instance.context + committed)
+        for block, w in round_law(entry, here, max_leaves=max_leaves).items():
+            longer = committed + block
+            bucket = law if len(longer) >= n_tokens else pending
+            key = longer[:n_tokens]
+            bucket[key] = bucket.get(key, Fraction(0)) + weight * w
     reference = target_law(instance, n_tokens)
     zero = Fraction(0)
     tv, worst, undecided = _compare(
-        (s, law.get(s, zero), reference.get(s, zero))  # type: ignore[arg-type]
-        for s in sorted(set(law) | set(reference))  # type: ignore[type-var]
+        (s, law.get(s, zero), reference.get(s, zero))
+        for s in sorted(set(law) | set(reference))
     )
     return MultiRoundCheck(
         verifier=entry.name,

@@ -53,24 +53,29 @@ class TheoremResult:
     prover: str
     verdict: Verdict
     seconds: float
+    #: True when the statement holds for every vocabulary size, not one fixed ``V``.
+    general: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "statement": self.statement,
             "prover": self.prover,
+            "general": self.general,
             "seconds": round(self.seconds, 3),
             **self.verdict.to_json(),
         }
 
 
-def _timed(name: str, statement: str, prover: str, body: Callable[[], Verdict]) -> TheoremResult:
+def _timed(
+    name: str, statement: str, prover: str, body: Callable[[], Verdict], *, general: bool = False
+) -> TheoremResult:
     start = time.perf_counter()
     try:
         verdict = body()
     except Exception as exc:  # a prover crash is "unknown", never a pass
         verdict = Unknown(f"{prover} failed: {type(exc).__name__}: {exc}")
-    return TheoremResult(name, statement, prover, verdict, time.perf_counter() - start)
+    return TheoremResult(name, statement, prover, verdict, time.perf_counter() - start, general)
 
 
 def token_level_lemma() -> TheoremResult:
@@ -111,7 +116,7 @@ def token_level_lemma() -> TheoremResult:
         # both summing to one, p == q: the draft is always accepted and output is q == p.
         return Proved("any vocabulary size (acceptance mass abstracted), sympy")
 
-    return _timed("token-level lemma (any V)", statement, "sympy", body)
+    return _timed("token-level lemma (any V)", statement, "sympy", body, general=True)
 
 
 def token_level_case_split(vocab_size: int) -> TheoremResult:
@@ -214,7 +219,7 @@ def point_mass_lemma() -> TheoremResult:
             return Unknown("point-mass output did not simplify to p")
         return Proved("any vocabulary size, sympy")
 
-    return _timed("point-mass lemma (any V)", statement, "sympy", body)
+    return _timed("point-mass lemma (any V)", statement, "sympy", body, general=True)
 
 
 def geometric_identity() -> TheoremResult:

@@ -1,0 +1,20 @@
+"""Shared fixtures for verispec's tests."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from verispec.core.models import FixedModel
+from verispec.verifiers.instance import ChainInstance
+
+
+@pytest.fixture
+def article_instance() -> ChainInstance:
+    """The audit article's three-token example: p=(0.5, 0.3, 0.2), q=(0.2, 0.2, 0.6), gamma=1."""
+    return ChainInstance(FixedModel(["1/2", "3/10", "1/5"]), FixedModel(["1/5", "1/5", "3/5"]), gamma=1)
+
+
+def F(text: str) -> Fraction:
+    return Fraction(text)

@@ -1,0 +1,7 @@
+"""``python -m verispec``."""
+
+import sys
+
+from verispec.cli import main
+
+sys.exit(main())

@@ -1,0 +1,278 @@
+"""The ``verispec`` command line.
+
+Exit codes (a stable interface): 0 pass, 1 non-conformance, 2 usage error, 3 internal
+error, 4 missing optional dependency, 10 inconclusive.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import traceback
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from verispec._version import __version__
+from verispec.errors import ExitCode, MissingDependency, UsageError, VerispecError
+
+__all__ = ["main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports misuse as a verispec usage error (exit code 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _positive_int(name: str) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise UsageError(f"{name}={text!r} is not an integer") from None
+        if value < 1:
+            raise UsageError(f"{name}={value} must be >= 1")
+        return value
+
+    return parse
+
+
+def _non_negative_int(name: str) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise UsageError(f"{name}={text!r} is not an integer") from None
+        if value < 0:
+            raise UsageError(f"{name}={value} must be >= 0")
+        return value
+
+    return parse
+
+
+def _default_jobs() -> int:
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def _add_budget_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quick", action="store_true", help="a smoke-test budget (seconds)")
+    p.add_argument("--instances", type=_non_negative_int("--instances"), default=None,
+                   help="random round instances per exact verifier (default 2000; 150 with --quick)")
+    p.add_argument("--seed", type=_non_negative_int("--seed"), default=0,
+                   help="seed of the random instances (default 0)")
+    p.add_argument("--jobs", type=_positive_int("--jobs"), default=_default_jobs(),
+                   help="parallel processes (default: min(2, CPUs))")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="verispec",
+        description="Prove and test that speculative decoding keeps the target model's distribution.",
+        epilog="exit codes: 0 pass, 1 non-conformance, 2 usage error, 3 internal error, "
+               "4 missing optional dependency, 10 inconclusive",
+    )
+    parser.add_argument("--version", action="version", version=f"verispec {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    prove = sub.add_parser(
+        "prove", help="prove exact verifiers and refute controls",
+        description="Prove each exact verifier (bounded enumeration plus symbolic theorems) and "
+                    "refute each control with a shrunk exact counterexample.",
+    )
+    prove.add_argument("names", nargs="*", metavar="NAME", help="verifiers to check (default: all)")
+    prove.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+    prove.add_argument("--list", action="store_true", help="list the registered verifiers and exit")
+    prove.add_argument("--explain", action="store_true",
+                       help="print each counterexample and each proof's scope after the table")
+    _add_budget_options(prove)
+
+    check = sub.add_parser(
+        "check", help="run everything on built-in defaults and write a report folder",
+        description="The main job: the seed articles' numbers, symbolic theorems, and every "
+                    "verifier proved or refuted; writes report.json, report.md and results.jsonl.",
+    )
+    check.add_argument("--out", default="verispec-report", help="report folder (default: verispec-report)")
+    _add_budget_options(check)
+    return parser
+
+
+def _budget(args: argparse.Namespace) -> Any:
+    from dataclasses import replace
+
+    from verispec.exact.prove import ProveBudget
+
+    budget = ProveBudget.quick(args.seed) if args.quick else ProveBudget(seed=args.seed)
+    if args.instances is not None:
+        budget = replace(budget, instances=args.instances)
+    return budget
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _result_line(result: Any, width: int) -> str:
+    proof = f" ({result.proof})" if result.proof else ""
+    mark = "ok " if result.ok else "BAD"
+    return (
+        f"{mark} {result.name:<{width}} {result.kind:<7} {result.verdict + proof:<20} "
+        f"{result.instances:>6} instances  {result.seconds:6.1f} s"
+    )
+
+
+def _exit_for(results: Sequence[Any]) -> ExitCode:
+    if any(r.verdict == "refuted" and r.kind == "exact" for r in results):
+        return ExitCode.NON_CONFORMANCE
+    if any(not r.ok for r in results):
+        return ExitCode.INCONCLUSIVE
+    return ExitCode.OK
+
+
+def cmd_prove(args: argparse.Namespace) -> ExitCode:
+    from verispec.exact.prove import prove
+    from verispec.verifiers import registry
+
+    if args.list:
+        width = max(len(n) for n in registry.names())
+        for entry in registry.verifiers():
+            print(f"{entry.name:<{width}}  {entry.kind:<7}  {entry.summary}  [{entry.source}]")
+        return ExitCode.OK
+    names = args.names or registry.names()
+    for name in names:
+        registry.get(name)
+    budget = _budget(args)
+    width = max(len(n) for n in names)
+    started = time.perf_counter()
+    if not args.json:
+        _progress(f"checking {len(names)} verifier(s) with {args.jobs} process(es), seed {budget.seed}")
+    results = prove(
+        names, budget, jobs=args.jobs,
+        on_result=None if args.json else (lambda r: _progress(_result_line(r, width))),
+    )
+    if args.json:
+        from verispec.report import write_json
+
+        write_json([r.to_json() for r in results])
+    else:
+        print()
+        print(f"{'verifier':<{width}}  {'kind':<7}  {'verdict':<10}  {'proof':<8}  {'instances':>9}  {'time':>7}")
+        for r in results:
+            print(f"{r.name:<{width}}  {r.kind:<7}  {r.verdict:<10}  {r.proof or '':<8}  "
+                  f"{r.instances:>9}  {r.seconds:>6.1f}s")
+        if args.explain:
+            for r in results:
+                print()
+                if r.counterexample_text:
+                    print(r.counterexample_text)
+                elif r.scope:
+                    print(f"{r.name}: proved on {r.scope}")
+                if r.reason and not r.counterexample_text:
+                    print(f"{r.name}: {r.reason}")
+        ok = sum(r.ok for r in results)
+        print(f"\n{ok}/{len(results)} as expected in {time.perf_counter() - started:.1f} s "
+              "(exact verifiers proved, controls refuted)")
+        if ok < len(results):
+            print("not as expected: " + ", ".join(f"{r.name} ({r.verdict})" for r in results if not r.ok))
+    return _exit_for(results)
+
+
+def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
+    from verispec.exact.prove import prove
+    from verispec.exact.seeds import SEED_CHECKS
+    from verispec.exact.symbolic import theorems_for
+    from verispec.report import ReportWriter
+    from verispec.verifiers import registry
+
+    budget = _budget(args)
+    report = ReportWriter(args.out, command=["verispec", *argv],
+                          settings={"quick": args.quick, "jobs": args.jobs, "budget": budget.to_json()})
+    started = time.perf_counter()
+    failures: list[str] = []
+    unknown: list[str] = []
+
+    _progress(f"verispec check: writing {args.out}/ (report.md, report.json, results.jsonl)")
+    _progress(f"[1/3] the seed articles' numbers ({len(SEED_CHECKS)} checks)")
+    for seed_check in SEED_CHECKS:
+        result = seed_check()
+        report.add("seeds", result.to_json())
+        _progress(f"  {'ok ' if result.ok else 'BAD'} {result.name}")
+        if not result.ok:
+            failures.append(f"seed {result.name}: " + "; ".join(result.mismatches()))
+
+    general = theorems_for(None)
+    _progress(f"[2/3] symbolic theorems ({len(general)} general; the rest run with their verifier)")
+    for theorem in general:
+        t = theorem()
+        report.add("theorems", t.to_json())
+        _progress(f"  {'ok ' if t.verdict.passed else 'BAD'} {t.name} [{t.prover}] {t.verdict.kind}")
+        if not t.verdict.passed:
+            unknown.append(f"theorem {t.name}")
+
+    names = registry.names()
+    width = max(len(n) for n in names)
+    _progress(f"[3/3] {len(names)} verifiers with {args.jobs} process(es), seed {budget.seed}")
+
+    def record(result: Any) -> None:
+        report.add("prove", result.to_json())
+        for theorem_json in result.theorems:
+            report.add("theorems", theorem_json)
+        _progress("  " + _result_line(result, width))
+
+    results = prove(names, budget, jobs=args.jobs, on_result=record)
+    code = _exit_for(results)
+    if failures:
+        code = ExitCode.NON_CONFORMANCE
+    elif unknown and code == ExitCode.OK:
+        code = ExitCode.INCONCLUSIVE
+    failures += [f"{r.name}: {r.verdict}" for r in results if not r.ok]
+    verdict = {ExitCode.OK: "pass", ExitCode.NON_CONFORMANCE: "fail"}.get(code, "inconclusive")
+    summary = {
+        "exact proved": f"{sum(r.ok for r in results if r.kind == 'exact')}/{sum(r.kind == 'exact' for r in results)}",
+        "controls refuted": f"{sum(r.ok for r in results if r.kind == 'control')}/{sum(r.kind == 'control' for r in results)}",
+        "seed checks": f"{sum(1 for s in report.data['sections'].get('seeds', []) if s['ok'])}/{len(SEED_CHECKS)}",
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    report.finish(verdict, summary)
+    _progress("")
+    _progress(f"verdict: {verdict.upper()} ({', '.join(f'{k} {v}' for k, v in summary.items())})")
+    for line in failures + unknown:
+        _progress(f"  not as expected: {line}")
+    _progress(f"report: {args.out}/report.md")
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``verispec`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "prove":
+            return int(cmd_prove(args))
+        if args.command == "check":
+            return int(cmd_check(args, argv))
+        build_parser().print_help()
+        return int(ExitCode.USAGE_ERROR)
+    except MissingDependency as exc:
+        print(f"verispec: {exc}", file=sys.stderr)
+        return int(ExitCode.MISSING_DEPENDENCY)
+    except UsageError as exc:
+        print(f"verispec: error: {exc}", file=sys.stderr)
+        return int(ExitCode.USAGE_ERROR)
+    except VerispecError as exc:
+        print(f"verispec: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        print("verispec: interrupted", file=sys.stderr)
+        return 130
+    except Exception:
+        traceback.print_exc()
+        print("verispec: internal error (this is a bug in verispec; please report it with the "
+              "traceback above)", file=sys.stderr)
+        return int(ExitCode.INTERNAL_ERROR)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,294 @@
+"""Prove the exact verifiers and refute the controls: the engine behind ``verispec prove``.
+
+For an **exact** verifier the evidence is, in order:
+
+1. round exactness and round accounting on ``instances`` seeded random instances (random
+   rational models with zeros, prefix-dependent, over the verifier's sampling settings);
+2. the law of the first ``multi_round_tokens`` committed tokens over repeated rounds on
+   ``multi_round_instances`` further instances;
+3. an adversarial, shrinking search over ``search_examples`` hypothesis examples;
+4. the symbolic theorems registered for it (sympy, z3), which extend the claim to every
+   vocabulary size where they exist.
+
+The verdict is ``proved`` only if everything passes. Its ``proof`` field says ``symbolic``
+when theorems cover every vocabulary size and ``bounded`` when the evidence is the finite
+enumeration alone. A theorem that cannot be proved makes the verdict ``unknown``.
+
+A **control** is refuted by a shrunk exact counterexample; if the search finds none, the
+verdict is ``unknown`` (and the run fails: a control that is not caught is a defect).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from verispec.errors import NonConformance, UsageError
+from verispec.exact.criterion import check_multi_round, check_round
+from verispec.exact.search import counterexample_from, find_counterexample, random_instances
+from verispec.exact.symbolic import TheoremResult, theorems_for
+from verispec.verifiers import registry
+
+__all__ = ["ProveBudget", "ProveResult", "prove", "prove_one"]
+
+
+@dataclass(frozen=True)
+class ProveBudget:
+    """How much evidence to gather per verifier."""
+
+    instances: int = 2000
+    multi_round_instances: int = 1000
+    multi_round_tokens: int = 5
+    search_examples: int = 300
+    control_search_examples: int = 3000
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("instances", "multi_round_instances", "search_examples", "control_search_examples"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise UsageError(f"{name}={value!r} must be a non-negative integer")
+        if not isinstance(self.multi_round_tokens, int) or self.multi_round_tokens < 1:
+            raise UsageError(f"multi_round_tokens={self.multi_round_tokens!r} must be a positive integer")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise UsageError(f"seed={self.seed!r} must be a non-negative integer")
+
+    @classmethod
+    def quick(cls, seed: int = 0) -> ProveBudget:
+        """A smoke-test budget (seconds, not minutes)."""
+        return cls(instances=150, multi_round_instances=20, multi_round_tokens=3,
+                   search_examples=30, control_search_examples=3000, seed=seed)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "instances": self.instances,
+            "multi_round_instances": self.multi_round_instances,
+            "multi_round_tokens": self.multi_round_tokens,
+            "search_examples": self.search_examples,
+            "control_search_examples": self.control_search_examples,
+            "seed": self.seed,
+        }
+
+
+@dataclass(frozen=True)
+class ProveResult:
+    """The verdict on one registered verifier, with its evidence. Plain data, picklable."""
+
+    name: str
+    kind: str
+    verdict: str
+    instances: int
+    seconds: float
+    summary: str
+    source: str
+    proof: str | None = None
+    scope: str | None = None
+    reason: str | None = None
+    multi_round_instances: int = 0
+    counterexample: dict[str, Any] | None = None
+    counterexample_text: str | None = None
+    tv_distance: str | None = None
+    theorems: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def expected_verdict(self) -> str:
+        return "proved" if self.kind == "exact" else "refuted"
+
+    @property
+    def ok(self) -> bool:
+        """An exact verifier proved, or a control refuted."""
+        return self.verdict == self.expected_verdict
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": self.name,
+            "kind": self.kind,
+            "verdict": self.verdict,
+            "ok": self.ok,
+            "instances": self.instances,
+            "multi_round_instances": self.multi_round_instances,
+            "seconds": round(self.seconds, 3),
+            "summary": self.summary,
+            "source": self.source,
+        }
+        if self.proof is not None:
+            out["proof"] = self.proof
+        if self.scope is not None:
+            out["scope"] = self.scope
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if self.counterexample is not None:
+            out["counterexample"] = self.counterexample
+            out["counterexample_text"] = self.counterexample_text
+        if self.tv_distance is not None:
+            out["tv_distance"] = self.tv_distance
+        if self.theorems:
+            out["theorems"] = self.theorems
+        return out
+
+
+def _vocab_range(values: Sequence[int]) -> str:
+    return f"{min(values)}..{max(values)}" if len(set(values)) > 1 else str(values[0])
+
+
+def _prove_exact(entry: registry.ChainVerifier, budget: ProveBudget) -> ProveResult:
+    start = time.perf_counter()
+    base = ProveResult(entry.name, entry.kind, "unknown", 0, 0.0, entry.summary, entry.source)
+    vocab_sizes, gammas = (2, 3, 4), (1, 2, 3)
+
+    def refuted(result: ProveResult, check: Any, note: str) -> ProveResult:
+        cx = find_counterexample(entry, max_examples=max(budget.search_examples, 200)) or counterexample_from(entry, check)
+        return replace(
+            result, verdict="refuted", reason=note, counterexample=cx.to_json(),
+            counterexample_text=cx.format(), tv_distance=str(cx.tv_distance),
+            seconds=time.perf_counter() - start,
+        )
+
+    checked = 0
+    for instance in random_instances(entry.settings, budget.instances, seed=budget.seed,
+                                     vocab_sizes=vocab_sizes, gammas=gammas):
+        try:
+            check = check_round(entry, instance)
+        except NonConformance as exc:
+            return replace(base, verdict="refuted", instances=checked + 1,
+                           reason=f"the verifier broke the round contract on {instance.describe()}: {exc}",
+                           seconds=time.perf_counter() - start)
+        checked += 1
+        if not check.decided:
+            return replace(base, verdict="unknown", instances=checked,
+                           reason=f"certified arithmetic could not decide {instance.describe()}",
+                           seconds=time.perf_counter() - start)
+        if not check.exact:
+            what = "round law" if not check.law_exact else "round accounting"
+            return refuted(replace(base, instances=checked), check, f"{what} differs from the target's")
+
+    multi = 0
+    for instance in random_instances(entry.settings, budget.multi_round_instances, seed=budget.seed + 1,
+                                     vocab_sizes=(2, 3), gammas=(1, 2, 3)):
+        mr = check_multi_round(entry, instance, budget.multi_round_tokens)
+        multi += 1
+        if not mr.exact:
+            worst = mr.discrepancies[0] if mr.discrepancies else None
+            return replace(
+                base, verdict="refuted", instances=checked, multi_round_instances=multi,
+                reason=(f"the law of the first {budget.multi_round_tokens} tokens differs from the "
+                        f"target's (TV {float(mr.tv_distance):.6g}) on {instance.describe()}"
+                        + (f"; e.g. {list(worst.sequence)}: {worst.output} vs {worst.target}" if worst else "")),
+                tv_distance=str(mr.tv_distance), seconds=time.perf_counter() - start,
+            )
+
+    if budget.search_examples:
+        cx = find_counterexample(entry, max_examples=budget.search_examples)
+        if cx is not None:
+            return replace(
+                base, verdict="refuted", instances=checked, multi_round_instances=multi,
+                reason=f"adversarial search: {cx.kind} differs", counterexample=cx.to_json(),
+                counterexample_text=cx.format(), tv_distance=str(cx.tv_distance),
+                seconds=time.perf_counter() - start,
+            )
+
+    theorems: list[TheoremResult] = [t() for t in theorems_for(entry.name)]
+    theorem_json = [t.to_json() for t in theorems]
+    if any(not t.verdict.passed for t in theorems):
+        failed = [t.name for t in theorems if not t.verdict.passed]
+        return replace(base, verdict="unknown", instances=checked, multi_round_instances=multi,
+                       reason=f"symbolic theorem(s) not proved: {', '.join(failed)}",
+                       theorems=theorem_json, seconds=time.perf_counter() - start)
+
+    settings = "; ".join(s.describe() for s in entry.settings)
+    scope = (
+        f"round exactness and accounting on {checked} random instances (V {_vocab_range(vocab_sizes)}, "
+        f"gamma {_vocab_range(gammas)}, settings: {settings}); law of the first "
+        f"{budget.multi_round_tokens} tokens on {multi} multi-round instances (V 2..3, gamma 1..3); "
+        f"no counterexample "
+        f"in {budget.search_examples} adversarial examples"
+    )
+    any_vocab = any(t.general for t in theorems)
+    if theorems:
+        scope += "; symbolic: " + "; ".join(f"{t.name} [{t.prover}]" for t in theorems)
+    return replace(
+        base, verdict="proved", instances=checked, multi_round_instances=multi,
+        proof="symbolic" if any_vocab else "bounded", scope=scope, theorems=theorem_json,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def _refute_control(entry: registry.ChainVerifier, budget: ProveBudget) -> ProveResult:
+    start = time.perf_counter()
+    cx = find_counterexample(entry, max_examples=budget.control_search_examples)
+    base = ProveResult(entry.name, entry.kind, "unknown", 0, 0.0, entry.summary, entry.source)
+    if cx is None:
+        return replace(
+            base, instances=budget.control_search_examples,
+            reason=f"no counterexample in {budget.control_search_examples} examples: the control escaped",
+            seconds=time.perf_counter() - start,
+        )
+    reason = (
+        "the round's law differs from the target's"
+        if cx.kind == "law"
+        else "the law is kept but the round commits fewer tokens than the tail-sum identity predicts"
+    )
+    return replace(
+        base, verdict="refuted", instances=1, reason=reason, counterexample=cx.to_json(),
+        counterexample_text=cx.format(), tv_distance=str(cx.tv_distance),
+        seconds=time.perf_counter() - start,
+    )
+
+
+def prove_one(name: str, budget: ProveBudget | None = None) -> ProveResult:
+    """Prove (exact verifier) or refute (control) the registered verifier ``name``."""
+    entry = registry.get(name)
+    budget = budget or ProveBudget()
+    if entry.kind == "exact":
+        return _prove_exact(entry, budget)
+    return _refute_control(entry, budget)
+
+
+def _prove_one_job(args: tuple[str, ProveBudget]) -> ProveResult:
+    return prove_one(*args)
+
+
+def prove(
+    names: Iterable[str] | None = None,
+    budget: ProveBudget | None = None,
+    *,
+    jobs: int = 1,
+    on_start: Callable[[str], None] | None = None,
+    on_result: Callable[[ProveResult], None] | None = None,
+) -> list[ProveResult]:
+    """Prove or refute each named verifier (all registered ones by default).
+
+    With ``jobs > 1`` verifiers are checked in parallel processes. ``on_result`` is called
+    as each result arrives, so a caller can record it before the next one finishes.
+    Results are returned in the order of ``names``.
+    """
+    selected = list(names) if names else registry.names()
+    for name in selected:
+        registry.get(name)  # unknown names fail here, before any work
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise UsageError(f"jobs={jobs!r} must be a positive integer")
+    budget = budget or ProveBudget()
+    results: dict[str, ProveResult] = {}
+    if jobs == 1 or len(selected) == 1:
+        for name in selected:
+            if on_start:
+                on_start(name)
+            results[name] = prove_one(name, budget)
+            if on_result:
+                on_result(results[name])
+    else:
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(_prove_one_job, (name, budget)): name for name in selected}
+            if on_start:
+                for name in selected:
+                    on_start(name)
+            for future in as_completed(futures):
+                result = future.result()
+                results[futures[future]] = result
+                if on_result:
+                    on_result(result)
+    return [results[name] for name in selected]

@@ -1,0 +1,115 @@
+"""Markdown rendering of a report document (see :mod:`verispec.report`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["render", "table"]
+
+
+def _cell(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def table(header: list[str], rows: list[list[Any]]) -> str:
+    """A Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _prove(records: list[dict[str, Any]]) -> str:
+    out = ["## Verifiers: proofs and refutations", ""]
+    out.append(
+        "Each exact verifier must be `proved` and each control `refuted`. `proof` says whether "
+        "the proof covers every vocabulary size (`symbolic`) or the enumerated instances "
+        "(`bounded`)."
+    )
+    out.append("")
+    rows = [
+        [
+            r["name"], r["kind"], ("**" + r["verdict"] + "**") if not r.get("ok") else r["verdict"],
+            r.get("proof", ""), r["instances"], r.get("multi_round_instances", ""),
+            r.get("tv_distance", ""), f"{r['seconds']:.1f} s", r["source"],
+        ]
+        for r in records
+    ]
+    out.append(table(
+        ["verifier", "kind", "verdict", "proof", "instances", "multi-round", "TV", "time", "source"], rows
+    ))
+    for r in records:
+        if r.get("counterexample_text") or r.get("reason"):
+            out += ["", f"### {r['name']} ({r['kind']}, {r['verdict']})", ""]
+            out.append(f"{r['summary']}. Source: {r['source']}.")
+            if r.get("reason"):
+                out += ["", f"Reason: {r['reason']}."]
+            if r.get("counterexample_text"):
+                out += ["", "```", r["counterexample_text"], "```"]
+        if r.get("scope"):
+            out += ["", f"*{r['name']}* proved on: {r['scope']}."]
+    return "\n".join(out)
+
+
+def _theorems(records: list[dict[str, Any]]) -> str:
+    out = ["## Symbolic theorems", ""]
+    rows = [
+        [r["name"], r["prover"], r["verdict"], "yes" if r.get("general") else "",
+         f"{r['seconds']:.2f} s", r["statement"]]
+        for r in records
+    ]
+    out.append(table(["theorem", "prover", "verdict", "all V", "time", "statement"], rows))
+    return "\n".join(out)
+
+
+def _seeds(records: list[dict[str, Any]]) -> str:
+    out = ["## The seed articles' numbers", ""]
+    for r in records:
+        mark = "reproduced" if r["ok"] else "**MISMATCH**"
+        out += [f"### {r['name']}: {mark}", "", f"{r['statement']} ({r['source']})", ""]
+        rows = [[k, r["expected"][k], r["computed"].get(k)] for k in r["expected"]]
+        out += [table(["quantity", "article", "verispec"], rows), ""]
+    return "\n".join(out)
+
+
+def _generic(name: str, records: list[dict[str, Any]]) -> str:
+    out = [f"## {name}", ""]
+    for r in records:
+        out.append(f"- `{r}`")
+    return "\n".join(out)
+
+
+_RENDERERS: dict[str, Callable[[list[dict[str, Any]]], str]] = {
+    "prove": _prove,
+    "theorems": _theorems,
+    "seeds": _seeds,
+}
+
+
+def render(data: dict[str, Any]) -> str:
+    """The whole report as Markdown."""
+    env = data.get("environment", {})
+    status = data.get("status")
+    verdict = data.get("verdict")
+    head = [
+        "# verispec report",
+        "",
+        f"- status: **{status}**" + (f", verdict: **{verdict}**" if verdict else " (partial: the run has not finished)"),
+        f"- command: `{' '.join(data.get('command', []))}`",
+        f"- started: {data.get('started')}" + (f", finished: {data['finished']}" if data.get("finished") else ""),
+        "- versions: " + ", ".join(f"{k} {v}" for k, v in env.items() if v and k not in ("platform",)),
+        f"- platform: {env.get('platform')}",
+        f"- settings: `{data.get('settings')}`",
+    ]
+    summary = data.get("summary")
+    if summary:
+        head.append("- summary: " + ", ".join(f"{k}: {v}" for k, v in summary.items()))
+    parts = ["\n".join(head)]
+    sections = data.get("sections", {})
+    ordered = [n for n in _RENDERERS if n in sections] + [n for n in sections if n not in _RENDERERS]
+    for name in ordered:
+        records = sections[name]
+        renderer = _RENDERERS.get(name)
+        parts.append(renderer(records) if renderer else _generic(name, records))
+    return "\n\n".join(parts) + "\n"
