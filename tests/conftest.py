@@ -18,3 +18,15 @@ def article_instance() -> ChainInstance:
 
 def F(text: str) -> Fraction:
     return Fraction(text)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Refuse to run more statistical tests than the false-alarm budget was split for."""
+    from verispec.stats.constants import MAX_STATISTICAL_TESTS
+
+    statistical = [item for item in items if item.get_closest_marker("statistical")]
+    if len(statistical) > MAX_STATISTICAL_TESTS:
+        raise pytest.UsageError(
+            f"{len(statistical)} statistical tests exceed MAX_STATISTICAL_TESTS={MAX_STATISTICAL_TESTS}: "
+            "raise the budget split in verispec/stats/constants.py"
+        )

@@ -18,9 +18,9 @@ from typing import Any
 from verispec._version import __version__
 
 __all__ = [
+    "CertifiedReal",
     "ChainInstance",
     "ChainVerifier",
-    "CertifiedReal",
     "Counterexample",
     "ExitCode",
     "FixedModel",
@@ -91,8 +91,10 @@ _LAZY = {
     "output_law": "verispec.exact.executor",
     "sample_blocks": "verispec.sampling",
 }
-_RENAMED = {"get_verifier": ("verispec.verifiers.registry", "get"),
-            "verifier_names": ("verispec.verifiers.registry", "names")}
+_RENAMED = {
+    "get_verifier": ("verispec.verifiers.registry", "get"),
+    "verifier_names": ("verispec.verifiers.registry", "names"),
+}
 
 
 def __getattr__(name: str) -> Any:

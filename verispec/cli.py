@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 import traceback
@@ -24,7 +25,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports misuse as a verispec usage error (exit code 2)."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
+        # "argument --jobs: --jobs=0 must be >= 1" reads better without its preamble
+        raise UsageError(re.sub(r"^argument (\S+): (\1=)", r"\2", message))
 
 
 def _positive_int(name: str) -> Any:
@@ -32,9 +34,9 @@ def _positive_int(name: str) -> Any:
         try:
             value = int(text)
         except ValueError:
-            raise UsageError(f"{name}={text!r} is not an integer") from None
+            raise argparse.ArgumentTypeError(f"{name}={text!r} is not an integer") from None
         if value < 1:
-            raise UsageError(f"{name}={value} must be >= 1")
+            raise argparse.ArgumentTypeError(f"{name}={value} must be >= 1")
         return value
 
     return parse
@@ -45,9 +47,9 @@ def _non_negative_int(name: str) -> Any:
         try:
             value = int(text)
         except ValueError:
-            raise UsageError(f"{name}={text!r} is not an integer") from None
+            raise argparse.ArgumentTypeError(f"{name}={text!r} is not an integer") from None
         if value < 0:
-            raise UsageError(f"{name}={value} must be >= 0")
+            raise argparse.ArgumentTypeError(f"{name}={value} must be >= 0")
         return value
 
     return parse
@@ -59,12 +61,21 @@ def _default_jobs() -> int:
 
 def _add_budget_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="a smoke-test budget (seconds)")
-    p.add_argument("--instances", type=_non_negative_int("--instances"), default=None,
-                   help="random round instances per exact verifier (default 2000; 150 with --quick)")
-    p.add_argument("--seed", type=_non_negative_int("--seed"), default=0,
-                   help="seed of the random instances (default 0)")
-    p.add_argument("--jobs", type=_positive_int("--jobs"), default=_default_jobs(),
-                   help="parallel processes (default: min(2, CPUs))")
+    p.add_argument(
+        "--instances",
+        type=_non_negative_int("--instances"),
+        default=None,
+        help="random round instances per exact verifier (default 2000; 150 with --quick)",
+    )
+    p.add_argument(
+        "--seed", type=_non_negative_int("--seed"), default=0, help="seed of the random instances (default 0)"
+    )
+    p.add_argument(
+        "--jobs",
+        type=_positive_int("--jobs"),
+        default=_default_jobs(),
+        help="parallel processes (default: min(2, CPUs))",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,27 +83,32 @@ def build_parser() -> argparse.ArgumentParser:
         prog="verispec",
         description="Prove and test that speculative decoding keeps the target model's distribution.",
         epilog="exit codes: 0 pass, 1 non-conformance, 2 usage error, 3 internal error, "
-               "4 missing optional dependency, 10 inconclusive",
+        "4 missing optional dependency, 10 inconclusive",
     )
     parser.add_argument("--version", action="version", version=f"verispec {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     prove = sub.add_parser(
-        "prove", help="prove exact verifiers and refute controls",
+        "prove",
+        help="prove exact verifiers and refute controls",
         description="Prove each exact verifier (bounded enumeration plus symbolic theorems) and "
-                    "refute each control with a shrunk exact counterexample.",
+        "refute each control with a shrunk exact counterexample.",
     )
     prove.add_argument("names", nargs="*", metavar="NAME", help="verifiers to check (default: all)")
     prove.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     prove.add_argument("--list", action="store_true", help="list the registered verifiers and exit")
-    prove.add_argument("--explain", action="store_true",
-                       help="print each counterexample and each proof's scope after the table")
+    prove.add_argument(
+        "--explain",
+        action="store_true",
+        help="print each counterexample and each proof's scope after the table",
+    )
     _add_budget_options(prove)
 
     check = sub.add_parser(
-        "check", help="run everything on built-in defaults and write a report folder",
+        "check",
+        help="run everything on built-in defaults and write a report folder",
         description="The main job: the seed articles' numbers, symbolic theorems, and every "
-                    "verifier proved or refuted; writes report.json, report.md and results.jsonl.",
+        "verifier proved or refuted; writes report.json, report.md and results.jsonl.",
     )
     check.add_argument("--out", default="verispec-report", help="report folder (default: verispec-report)")
     _add_budget_options(check)
@@ -149,7 +165,9 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
     if not args.json:
         _progress(f"checking {len(names)} verifier(s) with {args.jobs} process(es), seed {budget.seed}")
     results = prove(
-        names, budget, jobs=args.jobs,
+        names,
+        budget,
+        jobs=args.jobs,
         on_result=None if args.json else (lambda r: _progress(_result_line(r, width))),
     )
     if args.json:
@@ -158,10 +176,12 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
         write_json([r.to_json() for r in results])
     else:
         print()
-        print(f"{'verifier':<{width}}  {'kind':<7}  {'verdict':<10}  {'proof':<8}  {'instances':>9}  {'time':>7}")
+        print(f"{'verifier':<{width}}  {'kind':<7}  {'verdict':<10}  {'proof':<8}  {'instances':>9}     time")
         for r in results:
-            print(f"{r.name:<{width}}  {r.kind:<7}  {r.verdict:<10}  {r.proof or '':<8}  "
-                  f"{r.instances:>9}  {r.seconds:>6.1f}s")
+            print(
+                f"{r.name:<{width}}  {r.kind:<7}  {r.verdict:<10}  {r.proof or '':<8}  "
+                f"{r.instances:>9}  {r.seconds:>6.1f}s"
+            )
         if args.explain:
             for r in results:
                 print()
@@ -172,8 +192,10 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
                 if r.reason and not r.counterexample_text:
                     print(f"{r.name}: {r.reason}")
         ok = sum(r.ok for r in results)
-        print(f"\n{ok}/{len(results)} as expected in {time.perf_counter() - started:.1f} s "
-              "(exact verifiers proved, controls refuted)")
+        print(
+            f"\n{ok}/{len(results)} as expected in {time.perf_counter() - started:.1f} s "
+            "(exact verifiers proved, controls refuted)"
+        )
         if ok < len(results):
             print("not as expected: " + ", ".join(f"{r.name} ({r.verdict})" for r in results if not r.ok))
     return _exit_for(results)
@@ -187,8 +209,11 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
     from verispec.verifiers import registry
 
     budget = _budget(args)
-    report = ReportWriter(args.out, command=["verispec", *argv],
-                          settings={"quick": args.quick, "jobs": args.jobs, "budget": budget.to_json()})
+    report = ReportWriter(
+        args.out,
+        command=["verispec", *argv],
+        settings={"quick": args.quick, "jobs": args.jobs, "budget": budget.to_json()},
+    )
     started = time.perf_counter()
     failures: list[str] = []
     unknown: list[str] = []
@@ -229,10 +254,13 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
         code = ExitCode.INCONCLUSIVE
     failures += [f"{r.name}: {r.verdict}" for r in results if not r.ok]
     verdict = {ExitCode.OK: "pass", ExitCode.NON_CONFORMANCE: "fail"}.get(code, "inconclusive")
+    exact = [r for r in results if r.kind == "exact"]
+    controls = [r for r in results if r.kind == "control"]
+    seeds = report.data["sections"].get("seeds", [])
     summary = {
-        "exact proved": f"{sum(r.ok for r in results if r.kind == 'exact')}/{sum(r.kind == 'exact' for r in results)}",
-        "controls refuted": f"{sum(r.ok for r in results if r.kind == 'control')}/{sum(r.kind == 'control' for r in results)}",
-        "seed checks": f"{sum(1 for s in report.data['sections'].get('seeds', []) if s['ok'])}/{len(SEED_CHECKS)}",
+        "exact proved": f"{sum(r.ok for r in exact)}/{len(exact)}",
+        "controls refuted": f"{sum(r.ok for r in controls)}/{len(controls)}",
+        "seed checks": f"{sum(s['ok'] for s in seeds)}/{len(SEED_CHECKS)}",
         "seconds": round(time.perf_counter() - started, 1),
     }
     report.finish(verdict, summary)
@@ -269,8 +297,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception:
         traceback.print_exc()
-        print("verispec: internal error (this is a bug in verispec; please report it with the "
-              "traceback above)", file=sys.stderr)
+        print(
+            "verispec: internal error (this is a bug in verispec; please report it with the traceback above)",
+            file=sys.stderr,
+        )
         return int(ExitCode.INTERNAL_ERROR)
 
 

@@ -91,6 +91,4 @@ def unknown_name(argument: str, value: str, known: Iterable[str]) -> UsageError:
     known = sorted(known)
     close = difflib.get_close_matches(value, known, n=3, cutoff=0.5)
     hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-    return UsageError(
-        f"{argument}={value!r} is not a known name{hint} (known: {', '.join(known)})"
-    )
+    return UsageError(f"{argument}={value!r} is not a known name{hint} (known: {', '.join(known)})")

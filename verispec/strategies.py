@@ -53,12 +53,14 @@ def _check_sizes(**sizes: int) -> None:
             raise UsageError(f"{name}={value!r} must be a positive integer")
 
 
-def distributions(vocab_size: int, *, max_weight: int = MAX_WEIGHT) -> st.SearchStrategy[tuple[Fraction, ...]]:
+def distributions(
+    vocab_size: int, *, max_weight: int = MAX_WEIGHT
+) -> st.SearchStrategy[tuple[Fraction, ...]]:
     """Exact distributions over ``vocab_size`` tokens, with zeros and ties."""
     _check_sizes(vocab_size=vocab_size, max_weight=max_weight)
-    return st.lists(
-        st.integers(0, max_weight), min_size=vocab_size, max_size=vocab_size
-    ).map(rows_from_weights)
+    return st.lists(st.integers(0, max_weight), min_size=vocab_size, max_size=vocab_size).map(
+        rows_from_weights
+    )
 
 
 @st.composite

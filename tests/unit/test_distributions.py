@@ -22,7 +22,9 @@ class TestAsExactDistribution:
 
     def test_accepts_strings_fractions_ints_and_decimal_floats(self) -> None:
         assert as_exact_distribution(["1/2", Fraction(1, 4), 0.25]) == (
-            Fraction(1, 2), Fraction(1, 4), Fraction(1, 4)
+            Fraction(1, 2),
+            Fraction(1, 4),
+            Fraction(1, 4),
         )
         assert as_exact_distribution([0, 1]) == (Fraction(0), Fraction(1))
 

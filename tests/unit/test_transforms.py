@@ -101,9 +101,15 @@ class TestSamplingConfig:
 _dyadic = st.integers(0, 16)
 
 
-@given(st.lists(_dyadic, min_size=2, max_size=6).filter(any), st.integers(1, 6),
-       st.sampled_from([F(1, 4), F(1, 2), F(3, 4), F(1)]), st.sampled_from([None, F(1, 4), F(1, 2)]))
-def test_exact_and_float_forms_agree_on_dyadic_rows(weights: list[int], k: int, top_p: Fraction, min_p) -> None:
+@given(
+    st.lists(_dyadic, min_size=2, max_size=6).filter(any),
+    st.integers(1, 6),
+    st.sampled_from([F(1, 4), F(1, 2), F(3, 4), F(1)]),
+    st.sampled_from([None, F(1, 4), F(1, 2)]),
+)
+def test_exact_and_float_forms_agree_on_dyadic_rows(
+    weights: list[int], k: int, top_p: Fraction, min_p
+) -> None:
     """On dyadic rows (exact in float64, sums included) both forms keep the same tokens."""
     total = sum(weights)
     # scale to a power-of-two denominator so that every partial sum is exact in float64

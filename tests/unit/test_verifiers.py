@@ -57,7 +57,10 @@ class TestControlsOnPublishedExamples:
 
     def test_greedy_draft_softmax_q_transformers_32867(self) -> None:
         """transformers #32867: p=[.6,.4], q=[.8,.2] gives [.75,.25]."""
-        assert first_token("greedy-draft-softmax-q", fixed(["0.6", "0.4"], ["0.8", "0.2"])) == [F(3, 4), F(1, 4)]
+        assert first_token("greedy-draft-softmax-q", fixed(["0.6", "0.4"], ["0.8", "0.2"])) == [
+            F(3, 4),
+            F(1, 4),
+        ]
 
     def test_greedy_draft_softmax_q_jaymody_3(self) -> None:
         """verifiers.md section 1: q=(1/2,1/3,1/6), p=(1/6,1/3,1/2) gives (1/3, 0, 2/3)."""
@@ -115,7 +118,9 @@ class TestGreedy:
 
 class TestRoundContract:
     def test_zero_probability_draft_under_declared_q(self) -> None:
-        with pytest.raises(NonConformance, match="draft token 0 has probability 0 under the declared draft law"):
+        with pytest.raises(
+            NonConformance, match="draft token 0 has probability 0 under the declared draft law"
+        ):
             acceptance_ratio([F(1), F(0)], [F(0), F(1)], 0)
 
     def test_blocks_of_the_wrong_shape_are_non_conformance(self, article_instance) -> None:
@@ -138,13 +143,21 @@ class TestRegistry:
     def test_unknown_name_suggests_the_closest(self) -> None:
         from verispec.errors import UsageError
 
-        with pytest.raises(UsageError, match=r"^verifier='token_level' is not a known name; did you mean 'token-level'\?"):
+        with pytest.raises(
+            UsageError, match=r"^verifier='token_level' is not a known name; did you mean 'token-level'\?"
+        ):
             registry.get("token_level")
 
     def test_the_issue_names_are_registered(self) -> None:
         assert registry.names("exact") == ["token-level", "greedy", "point-mass", "sample-and-match", "block"]
         assert set(registry.names("control")) == {
-            "resample-target", "softmax-residual", "greedy-draft-softmax-q", "raw-q-processed-draft",
-            "missing-bonus", "bonus-wrong-row", "reused-uniform", "target-only-temperature",
+            "resample-target",
+            "softmax-residual",
+            "greedy-draft-softmax-q",
+            "raw-q-processed-draft",
+            "missing-bonus",
+            "bonus-wrong-row",
+            "reused-uniform",
+            "target-only-temperature",
             "block-first-failure",
         }

@@ -144,4 +144,4 @@ def sign(value: Any) -> int | None:
             return value._sign_of_difference(0)
         except UndecidedComparison:
             return None
-    return (value > 0) - (value < 0)
+    return int(value > 0) - int(value < 0)

@@ -122,9 +122,7 @@ def as_float_distribution(
         raise UsageError(f"{name}[{i}]={float(arr[i])!r} is negative; probabilities must be >= 0")
     total = float(math.fsum(arr.tolist()))
     if abs(total - 1.0) > atol:
-        raise UsageError(
-            f"{name} sums to {total!r}, not 1 within atol={atol!r}"
-        )
+        raise UsageError(f"{name} sums to {total!r}, not 1 within atol={atol!r}")
     return arr
 
 

@@ -16,7 +16,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from verispec.errors import UsageError
 
-__all__ = ["Random", "SeededRandom"]
+__all__ = ["FLOAT_PROB_ATOL", "Random", "SeededRandom"]
+
+#: How far float rounding may push a probability outside [0, 1] before it is an error.
+#: Ratios like ``z / (z + 1 - w)`` in float64 overshoot 1 by a few ulps (about 1e-15).
+FLOAT_PROB_ATOL = 1e-9
 
 
 @runtime_checkable
@@ -35,7 +39,9 @@ class Random(Protocol):
 class SeededRandom:
     """Sampling execution: a seeded ``numpy.random.Generator`` behind the protocol.
 
-    ``bernoulli(t)`` is ``U < t`` with ``U`` uniform on ``[0, 1)``, as in the papers.
+    ``bernoulli(t)`` is ``U < t`` with ``U`` uniform on ``[0, 1)``, as in the papers. A
+    probability that float rounding pushed just outside ``[0, 1]`` (by at most
+    :data:`FLOAT_PROB_ATOL`) is clamped; anything further out is an error.
     """
 
     def __init__(self, seed: int | None = None, *, generator: Any = None) -> None:
@@ -51,7 +57,7 @@ class SeededRandom:
 
     def bernoulli(self, prob: Any) -> bool:
         p = float(prob)
-        if not 0.0 <= p <= 1.0:
+        if not -FLOAT_PROB_ATOL <= p <= 1.0 + FLOAT_PROB_ATOL:
             raise UsageError(f"bernoulli(prob={p!r}): prob must be in [0, 1]")
         return bool(self.generator.random() < p)
 

@@ -70,9 +70,10 @@ class SamplingConfig:
         if t < 0:
             raise UsageError(f"temperature={_fmt(t)} must be >= 0")
         object.__setattr__(self, "temperature", t)
-        if self.top_k is not None:
-            if isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1:
-                raise UsageError(f"top_k={self.top_k!r} must be a positive integer or None")
+        if self.top_k is not None and (
+            isinstance(self.top_k, bool) or not isinstance(self.top_k, int) or self.top_k < 1
+        ):
+            raise UsageError(f"top_k={self.top_k!r} must be a positive integer or None")
         if self.top_p is not None:
             p = to_fraction(self.top_p, name="top_p")
             if not 0 < p <= 1:

@@ -38,7 +38,7 @@ __all__ = [
     "check_multi_round",
     "check_round",
     "expected_accepted",
-        "round_law",
+    "round_law",
     "target_law",
 ]
 
@@ -97,6 +97,9 @@ class RoundCheck:
 
     @property
     def accounting_exact(self) -> bool:
+        """Tokens per round match the tail-sum prediction (True if no profile is declared)."""
+        if self.predicted_accepted is None:
+            return True
         return sign(self.expected_tokens - 1 - self.predicted_accepted) == 0
 
     @property
@@ -109,7 +112,9 @@ class RoundCheck:
         return bool(self.discrepancies) or not self.undecided
 
 
-def round_law(entry: ChainVerifier, instance: ChainInstance, *, max_leaves: int = DEFAULT_MAX_LEAVES) -> dict[Block, Any]:
+def round_law(
+    entry: ChainVerifier, instance: ChainInstance, *, max_leaves: int = DEFAULT_MAX_LEAVES
+) -> dict[Block, Any]:
     """The exact law of the block one round of ``entry`` commits on ``instance``."""
     verify, draft = entry.verify, entry.draft
 
@@ -139,8 +144,13 @@ def _walk(instance: ChainInstance, law: dict[Block, Any], length: int) -> Iterat
 
 
 def expected_accepted(entry: ChainVerifier, instance: ChainInstance) -> Any:
-    """``E[accepted]`` by the tail-sum identity and ``entry``'s closed-form acceptance profile."""
+    """``E[accepted]`` by the tail-sum identity and ``entry``'s closed-form acceptance profile.
+
+    ``None`` if the verifier declares no acceptance profile.
+    """
     acceptance, draft, gamma = entry.acceptance, entry.draft, instance.gamma
+    if acceptance is None:
+        return None
 
     def given_drafts(rand: Random) -> Hashable:
         tokens, draft_rows = draft(instance, rand)
@@ -239,8 +249,7 @@ def check_multi_round(
     reference = target_law(instance, n_tokens)
     zero = Fraction(0)
     tv, worst, undecided = _compare(
-        (s, law.get(s, zero), reference.get(s, zero))
-        for s in sorted(set(law) | set(reference))
+        (s, law.get(s, zero), reference.get(s, zero)) for s in sorted(set(law) | set(reference))
     )
     return MultiRoundCheck(
         verifier=entry.name,

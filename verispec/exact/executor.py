@@ -89,8 +89,10 @@ class _Replay:
             for i, w in enumerate(weights):
                 if w > 0:
                     positive.append(i)
-                elif not w == 0:
-                    raise RandomCallError(f"categorical(weights) has weight {w} at index {i}; weights must be >= 0")
+                elif w != 0:
+                    raise RandomCallError(
+                        f"categorical(weights) has weight {w} at index {i}; weights must be >= 0"
+                    )
             if not positive:
                 raise RandomCallError("categorical(weights) called with weights that sum to zero")
             k = positive[0]
@@ -99,12 +101,10 @@ class _Replay:
                 self.todo.append([*prefix, other])
             self.path.append(k)
         self.weight = self.weight * (weights[k] / s)
-        return k
+        return int(k)
 
 
-def output_law(
-    fn: Callable[[Any], Hashable], *, max_leaves: int = DEFAULT_MAX_LEAVES
-) -> dict[Hashable, Any]:
+def output_law(fn: Callable[[Any], Hashable], *, max_leaves: int = DEFAULT_MAX_LEAVES) -> dict[Hashable, Any]:
     """The exact law of ``fn(rand)`` over its random choices.
 
     >>> from fractions import Fraction

@@ -58,8 +58,14 @@ class ProveBudget:
     @classmethod
     def quick(cls, seed: int = 0) -> ProveBudget:
         """A smoke-test budget (seconds, not minutes)."""
-        return cls(instances=150, multi_round_instances=20, multi_round_tokens=3,
-                   search_examples=30, control_search_examples=3000, seed=seed)
+        return cls(
+            instances=150,
+            multi_round_instances=20,
+            multi_round_tokens=3,
+            search_examples=30,
+            control_search_examples=3000,
+            seed=seed,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -139,53 +145,84 @@ def _prove_exact(entry: registry.ChainVerifier, budget: ProveBudget) -> ProveRes
     vocab_sizes, gammas = (2, 3, 4), (1, 2, 3)
 
     def refuted(result: ProveResult, check: Any, note: str) -> ProveResult:
-        cx = find_counterexample(entry, max_examples=max(budget.search_examples, 200)) or counterexample_from(entry, check)
+        cx = find_counterexample(entry, max_examples=max(budget.search_examples, 200)) or counterexample_from(
+            entry, check
+        )
         return replace(
-            result, verdict="refuted", reason=note, counterexample=cx.to_json(),
-            counterexample_text=cx.format(), tv_distance=str(cx.tv_distance),
+            result,
+            verdict="refuted",
+            reason=note,
+            counterexample=cx.to_json(),
+            counterexample_text=cx.format(),
+            tv_distance=str(cx.tv_distance),
             seconds=time.perf_counter() - start,
         )
 
     checked = 0
-    for instance in random_instances(entry.settings, budget.instances, seed=budget.seed,
-                                     vocab_sizes=vocab_sizes, gammas=gammas):
+    for instance in random_instances(
+        entry.settings, budget.instances, seed=budget.seed, vocab_sizes=vocab_sizes, gammas=gammas
+    ):
         try:
             check = check_round(entry, instance)
         except NonConformance as exc:
-            return replace(base, verdict="refuted", instances=checked + 1,
-                           reason=f"the verifier broke the round contract on {instance.describe()}: {exc}",
-                           seconds=time.perf_counter() - start)
+            return replace(
+                base,
+                verdict="refuted",
+                instances=checked + 1,
+                reason=f"the verifier broke the round contract on {instance.describe()}: {exc}",
+                seconds=time.perf_counter() - start,
+            )
         checked += 1
         if not check.decided:
-            return replace(base, verdict="unknown", instances=checked,
-                           reason=f"certified arithmetic could not decide {instance.describe()}",
-                           seconds=time.perf_counter() - start)
+            return replace(
+                base,
+                verdict="unknown",
+                instances=checked,
+                reason=f"certified arithmetic could not decide {instance.describe()}",
+                seconds=time.perf_counter() - start,
+            )
         if not check.exact:
             what = "round law" if not check.law_exact else "round accounting"
             return refuted(replace(base, instances=checked), check, f"{what} differs from the target's")
 
     multi = 0
-    for instance in random_instances(entry.settings, budget.multi_round_instances, seed=budget.seed + 1,
-                                     vocab_sizes=(2, 3), gammas=(1, 2, 3)):
+    for instance in random_instances(
+        entry.settings,
+        budget.multi_round_instances,
+        seed=budget.seed + 1,
+        vocab_sizes=(2, 3),
+        gammas=(1, 2, 3),
+    ):
         mr = check_multi_round(entry, instance, budget.multi_round_tokens)
         multi += 1
         if not mr.exact:
             worst = mr.discrepancies[0] if mr.discrepancies else None
             return replace(
-                base, verdict="refuted", instances=checked, multi_round_instances=multi,
-                reason=(f"the law of the first {budget.multi_round_tokens} tokens differs from the "
-                        f"target's (TV {float(mr.tv_distance):.6g}) on {instance.describe()}"
-                        + (f"; e.g. {list(worst.sequence)}: {worst.output} vs {worst.target}" if worst else "")),
-                tv_distance=str(mr.tv_distance), seconds=time.perf_counter() - start,
+                base,
+                verdict="refuted",
+                instances=checked,
+                multi_round_instances=multi,
+                reason=(
+                    f"the law of the first {budget.multi_round_tokens} tokens differs from the "
+                    f"target's (TV {float(mr.tv_distance):.6g}) on {instance.describe()}"
+                    + (f"; e.g. {list(worst.sequence)}: {worst.output} vs {worst.target}" if worst else "")
+                ),
+                tv_distance=str(mr.tv_distance),
+                seconds=time.perf_counter() - start,
             )
 
     if budget.search_examples:
         cx = find_counterexample(entry, max_examples=budget.search_examples)
         if cx is not None:
             return replace(
-                base, verdict="refuted", instances=checked, multi_round_instances=multi,
-                reason=f"adversarial search: {cx.kind} differs", counterexample=cx.to_json(),
-                counterexample_text=cx.format(), tv_distance=str(cx.tv_distance),
+                base,
+                verdict="refuted",
+                instances=checked,
+                multi_round_instances=multi,
+                reason=f"adversarial search: {cx.kind} differs",
+                counterexample=cx.to_json(),
+                counterexample_text=cx.format(),
+                tv_distance=str(cx.tv_distance),
                 seconds=time.perf_counter() - start,
             )
 
@@ -193,9 +230,15 @@ def _prove_exact(entry: registry.ChainVerifier, budget: ProveBudget) -> ProveRes
     theorem_json = [t.to_json() for t in theorems]
     if any(not t.verdict.passed for t in theorems):
         failed = [t.name for t in theorems if not t.verdict.passed]
-        return replace(base, verdict="unknown", instances=checked, multi_round_instances=multi,
-                       reason=f"symbolic theorem(s) not proved: {', '.join(failed)}",
-                       theorems=theorem_json, seconds=time.perf_counter() - start)
+        return replace(
+            base,
+            verdict="unknown",
+            instances=checked,
+            multi_round_instances=multi,
+            reason=f"symbolic theorem(s) not proved: {', '.join(failed)}",
+            theorems=theorem_json,
+            seconds=time.perf_counter() - start,
+        )
 
     settings = "; ".join(s.describe() for s in entry.settings)
     scope = (
@@ -209,8 +252,13 @@ def _prove_exact(entry: registry.ChainVerifier, budget: ProveBudget) -> ProveRes
     if theorems:
         scope += "; symbolic: " + "; ".join(f"{t.name} [{t.prover}]" for t in theorems)
     return replace(
-        base, verdict="proved", instances=checked, multi_round_instances=multi,
-        proof="symbolic" if any_vocab else "bounded", scope=scope, theorems=theorem_json,
+        base,
+        verdict="proved",
+        instances=checked,
+        multi_round_instances=multi,
+        proof="symbolic" if any_vocab else "bounded",
+        scope=scope,
+        theorems=theorem_json,
         seconds=time.perf_counter() - start,
     )
 
@@ -221,7 +269,8 @@ def _refute_control(entry: registry.ChainVerifier, budget: ProveBudget) -> Prove
     base = ProveResult(entry.name, entry.kind, "unknown", 0, 0.0, entry.summary, entry.source)
     if cx is None:
         return replace(
-            base, instances=budget.control_search_examples,
+            base,
+            instances=budget.control_search_examples,
             reason=f"no counterexample in {budget.control_search_examples} examples: the control escaped",
             seconds=time.perf_counter() - start,
         )
@@ -231,8 +280,13 @@ def _refute_control(entry: registry.ChainVerifier, budget: ProveBudget) -> Prove
         else "the law is kept but the round commits fewer tokens than the tail-sum identity predicts"
     )
     return replace(
-        base, verdict="refuted", instances=1, reason=reason, counterexample=cx.to_json(),
-        counterexample_text=cx.format(), tv_distance=str(cx.tv_distance),
+        base,
+        verdict="refuted",
+        instances=1,
+        reason=reason,
+        counterexample=cx.to_json(),
+        counterexample_text=cx.format(),
+        tv_distance=str(cx.tv_distance),
         seconds=time.perf_counter() - start,
     )
 

@@ -132,7 +132,9 @@ class Counterexample:
             "tv_distance": _fmt(self.tv_distance),
             "tv_distance_float": float(self.tv_distance),
             "expected_tokens": _fmt(self.check.expected_tokens),
-            "predicted_tokens": _fmt(1 + self.check.predicted_accepted),
+            "predicted_tokens": None
+            if self.check.predicted_accepted is None
+            else _fmt(1 + self.check.predicted_accepted),
         }
 
     def format(self) -> str:
@@ -202,6 +204,8 @@ def find_counterexample(
 
     from verispec.strategies import chain_instances
 
+    if max_examples < 1:
+        return None
     strategy = chain_instances(max_vocab=max_vocab, max_gamma=max_gamma, settings=entry.settings)
     config = settings(
         max_examples=max_examples,

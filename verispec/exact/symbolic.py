@@ -119,8 +119,19 @@ def token_level_lemma() -> TheoremResult:
     return _timed("token-level lemma (any V)", statement, "sympy", body, general=True)
 
 
-def token_level_case_split(vocab_size: int) -> TheoremResult:
-    """The one-position lemma with symbolic rows, case-split over the sign pattern of p - q."""
+def _token_level_output(mins: Any, maxs: Any, beta: Any, r: Any, p: Any, k: int) -> Any:
+    """Token-level output probability of token k: accepted mass plus the residual's share."""
+    return mins[k] + (1 - beta) * maxs[k] / r
+
+
+def token_level_case_split(
+    vocab_size: int, *, output: Callable[..., Any] = _token_level_output
+) -> TheoremResult:
+    """The one-position lemma with symbolic rows, case-split over the sign pattern of p - q.
+
+    ``output(mins, maxs, beta, r, p, k)`` is the output probability under test; the default
+    is token-level's. Tests pass wrong formulas to show that the prover refutes them.
+    """
     statement = (
         f"For V = {vocab_size}, every p and q in the simplex and every token x, speculative "
         "sampling at one position outputs x with probability p_x (all 2^V sign patterns of p - q)."
@@ -152,7 +163,7 @@ def token_level_case_split(vocab_size: int) -> TheoremResult:
                     return Unknown(f"pattern {pattern}: sum of p - q is {r}, not 0")
                 continue
             for k in range(v):
-                out = mins[k] + (1 - beta) * maxs[k] / r
+                out = output(mins, maxs, beta, r, ps, k)
                 if sp.simplify(sp.together(out - ps[k])) != 0:
                     return Unknown(f"pattern {pattern}, token {k}: output {out} is not p")
         return Proved(f"V={v}, {cases} feasible sign patterns, sympy")
@@ -160,8 +171,21 @@ def token_level_case_split(vocab_size: int) -> TheoremResult:
     return _timed(f"token-level lemma (V={vocab_size}, case split)", statement, "sympy", body)
 
 
-def token_level_z3(vocab_size: int, *, timeout_ms: int = 60_000) -> TheoremResult:
-    """The one-position lemma for ``V`` tokens, proved by z3 over the reals."""
+def _token_level_output_times_r(mins: Any, maxs: Any, beta: Any, r: Any, p: Any, k: int) -> Any:
+    """Token-level output probability of token k, multiplied by the residual mass r."""
+    return mins[k] * r + (1 - beta) * maxs[k]
+
+
+def token_level_z3(
+    vocab_size: int,
+    *,
+    timeout_ms: int = 60_000,
+    output_times_r: Callable[..., Any] = _token_level_output_times_r,
+) -> TheoremResult:
+    """The one-position lemma for ``V`` tokens, proved by z3 over the reals.
+
+    ``output_times_r`` is the formula under test (times ``r``, to stay polynomial).
+    """
     statement = (
         f"For V = {vocab_size} over the reals: for all p, q in the simplex and every x, "
         "q_x * min(1, p_x/q_x) + (1 - beta) * max(p_x - q_x, 0) / R == p_x when R > 0, and "
@@ -186,7 +210,7 @@ def token_level_z3(vocab_size: int, *, timeout_ms: int = 60_000) -> TheoremResul
         # accepted mass of x is q_x * min(1, p_x/q_x) == min(p_x, q_x) (0 when q_x == 0)
         wrong = []
         for k in range(v):
-            out_times_r = mins[k] * r + (1 - beta) * maxs[k]
+            out_times_r = output_times_r(mins, maxs, beta, r, p, k)
             wrong.append(z3.And(r > 0, out_times_r != p[k] * r))
             wrong.append(z3.And(r == 0, p[k] != q[k]))
         solver.add(z3.Or(wrong))

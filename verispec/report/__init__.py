@@ -62,7 +62,9 @@ def _now() -> str:
 class ReportWriter:
     """Collects results by section and keeps the report folder current after each one."""
 
-    def __init__(self, folder: str | os.PathLike[str], *, command: Sequence[str], settings: dict[str, Any]) -> None:
+    def __init__(
+        self, folder: str | os.PathLike[str], *, command: Sequence[str], settings: dict[str, Any]
+    ) -> None:
         self.folder = Path(folder)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -81,21 +83,22 @@ class ReportWriter:
             "environment": environment(),
             "sections": {},
         }
-        self._jsonl = (self.folder / "results.jsonl").open("w", encoding="utf-8")
+        self._jsonl = self.folder / "results.jsonl"
+        self._jsonl.write_text("", encoding="utf-8")
         self._flush()
 
     def add(self, section: str, record: dict[str, Any]) -> None:
         """Record one result in ``section`` and write it through to disk."""
         self.data["sections"].setdefault(section, []).append(record)
-        self._jsonl.write(json.dumps({"section": section, **record}, sort_keys=True) + "\n")
-        self._jsonl.flush()
-        os.fsync(self._jsonl.fileno())
+        with self._jsonl.open("a", encoding="utf-8") as stream:
+            stream.write(json.dumps({"section": section, **record}, sort_keys=True) + "\n")
+            stream.flush()
+            os.fsync(stream.fileno())
         self._flush()
 
     def finish(self, verdict: str, summary: dict[str, Any]) -> None:
         self.data.update(status="complete", verdict=verdict, finished=_now(), summary=summary)
         self._flush()
-        self._jsonl.close()
 
     def _flush(self) -> None:
         self._atomic_write("report.json", json.dumps(self.data, indent=2, sort_keys=False) + "\n")

@@ -30,15 +30,23 @@ def _prove(records: list[dict[str, Any]]) -> str:
     out.append("")
     rows = [
         [
-            r["name"], r["kind"], ("**" + r["verdict"] + "**") if not r.get("ok") else r["verdict"],
-            r.get("proof", ""), r["instances"], r.get("multi_round_instances", ""),
-            r.get("tv_distance", ""), f"{r['seconds']:.1f} s", r["source"],
+            r["name"],
+            r["kind"],
+            ("**" + r["verdict"] + "**") if not r.get("ok") else r["verdict"],
+            r.get("proof", ""),
+            r["instances"],
+            r.get("multi_round_instances", ""),
+            r.get("tv_distance", ""),
+            f"{r['seconds']:.1f} s",
+            r["source"],
         ]
         for r in records
     ]
-    out.append(table(
-        ["verifier", "kind", "verdict", "proof", "instances", "multi-round", "TV", "time", "source"], rows
-    ))
+    out.append(
+        table(
+            ["verifier", "kind", "verdict", "proof", "instances", "multi-round", "TV", "time", "source"], rows
+        )
+    )
     for r in records:
         if r.get("counterexample_text") or r.get("reason"):
             out += ["", f"### {r['name']} ({r['kind']}, {r['verdict']})", ""]
@@ -55,8 +63,14 @@ def _prove(records: list[dict[str, Any]]) -> str:
 def _theorems(records: list[dict[str, Any]]) -> str:
     out = ["## Symbolic theorems", ""]
     rows = [
-        [r["name"], r["prover"], r["verdict"], "yes" if r.get("general") else "",
-         f"{r['seconds']:.2f} s", r["statement"]]
+        [
+            r["name"],
+            r["prover"],
+            r["verdict"],
+            "yes" if r.get("general") else "",
+            f"{r['seconds']:.2f} s",
+            r["statement"],
+        ]
         for r in records
     ]
     out.append(table(["theorem", "prover", "verdict", "all V", "time", "statement"], rows))
@@ -95,9 +109,11 @@ def render(data: dict[str, Any]) -> str:
     head = [
         "# verispec report",
         "",
-        f"- status: **{status}**" + (f", verdict: **{verdict}**" if verdict else " (partial: the run has not finished)"),
+        f"- status: **{status}**"
+        + (f", verdict: **{verdict}**" if verdict else " (partial: the run has not finished)"),
         f"- command: `{' '.join(data.get('command', []))}`",
-        f"- started: {data.get('started')}" + (f", finished: {data['finished']}" if data.get("finished") else ""),
+        f"- started: {data.get('started')}"
+        + (f", finished: {data['finished']}" if data.get("finished") else ""),
         "- versions: " + ", ".join(f"{k} {v}" for k, v in env.items() if v and k not in ("platform",)),
         f"- platform: {env.get('platform')}",
         f"- settings: `{data.get('settings')}`",

@@ -25,9 +25,9 @@ from verispec.errors import NonConformance
 
 __all__ = [
     "acceptance_ratio",
-    "likelihood_ratio",
     "block_verification",
     "greedy",
+    "likelihood_ratio",
     "point_mass",
     "sample_and_match",
     "token_level",
@@ -56,7 +56,9 @@ def acceptance_ratio(p: Sequence[Any], q: Sequence[Any], x: int) -> Any:
     return _cap(likelihood_ratio(p, q, x))
 
 
-def token_level(target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random) -> list[int]:
+def token_level(
+    target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random
+) -> list[int]:
     """Speculative sampling (Leviathan et al. 2023, Algorithm 1; Chen et al. 2023).
 
     Accept draft ``x_i`` with probability ``min(1, p_i(x)/q_i(x))``; at the first rejection
@@ -131,7 +133,9 @@ def sample_and_match(
     return block
 
 
-def block_weights(target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int]) -> tuple[list[Any], list[Any]]:
+def block_weights(
+    target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int]
+) -> tuple[list[Any], list[Any]]:
     """Block verification's weights ``p_i`` (``p_0 = 1``) and stopping probabilities ``h_i``.
 
     Sun et al., "Block Verification Accelerates Speculative Decoding" (ICLR 2025)::
@@ -153,7 +157,7 @@ def block_weights(target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[
         if i < gamma:
             scaled = [weights[i] * v for v in target_probs[i]]
             z = sum(positive_part(scaled, draft_probs[i]), zero_like(one))
-            denominator = z + one - weights[i]
+            denominator = z + (one - weights[i])
             h.append(z / denominator if denominator > 0 else one)
         else:
             h.append(weights[i])

@@ -53,31 +53,43 @@ def _token_level_with(
     return block
 
 
-def resample_target(target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random) -> list[int]:
+def resample_target(
+    target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random
+) -> list[int]:
     """Wrong: after a rejection, emit a fresh target sample instead of a residual sample.
 
     The seed article's example: p=(0.5, 0.3, 0.2), q=(0.2, 0.2, 0.6) gives (0.4, 0.32, 0.28).
     """
     return _token_level_with(
-        target_probs, draft_probs, draft_tokens, rand,
+        target_probs,
+        draft_probs,
+        draft_tokens,
+        rand,
         correction=lambda p, q, x, r: r.categorical(p),
         bonus_row=len(draft_tokens),
     )
 
 
-def softmax_residual(target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random) -> list[int]:
+def softmax_residual(
+    target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random
+) -> list[int]:
     """Wrong: the residual is ``softmax(clamp(p - q, 0))`` instead of its normalisation.
 
     transformers PR #28508. Every token gets positive mass, impossible ones included.
     """
     return _token_level_with(
-        target_probs, draft_probs, draft_tokens, rand,
+        target_probs,
+        draft_probs,
+        draft_tokens,
+        rand,
         correction=lambda p, q, x, r: r.categorical(softmax(positive_part(p, q))),
         bonus_row=len(draft_tokens),
     )
 
 
-def missing_bonus(target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random) -> list[int]:
+def missing_bonus(
+    target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random
+) -> list[int]:
     """Wrong: no bonus token after full acceptance.
 
     The law of "round, then plain target sampling" is still the target's; what breaks is the
@@ -87,19 +99,27 @@ def missing_bonus(target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[
     if not draft_tokens:
         return [rand.categorical(target_probs[0])]
     return _token_level_with(
-        target_probs, draft_probs, draft_tokens, rand,
+        target_probs,
+        draft_probs,
+        draft_tokens,
+        rand,
         correction=lambda p, q, x, r: r.categorical(positive_part(p, q)),
         bonus_row=None,
     )
 
 
-def bonus_wrong_row(target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random) -> list[int]:
+def bonus_wrong_row(
+    target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random
+) -> list[int]:
     """Wrong: the bonus token is drawn from the last *draft* position's target row.
 
     That row is ``p(. | x_<gamma)``, one position too early; the right one is ``p(. | x_<=gamma)``.
     """
     return _token_level_with(
-        target_probs, draft_probs, draft_tokens, rand,
+        target_probs,
+        draft_probs,
+        draft_tokens,
+        rand,
         correction=lambda p, q, x, r: r.categorical(positive_part(p, q)),
         bonus_row=max(len(draft_tokens) - 1, 0),
     )
@@ -125,10 +145,15 @@ def _reused_uniform_correction(p: Sequence[Any], q: Sequence[Any], x: int, rand:
     return rand.categorical(weights)
 
 
-def reused_uniform(target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random) -> list[int]:
+def reused_uniform(
+    target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random
+) -> list[int]:
     """Wrong: one uniform serves the acceptance test and the residual draw (FlashInfer PR #424)."""
     return _token_level_with(
-        target_probs, draft_probs, draft_tokens, rand,
+        target_probs,
+        draft_probs,
+        draft_tokens,
+        rand,
         correction=_reused_uniform_correction,
         bonus_row=len(draft_tokens),
     )

@@ -182,9 +182,7 @@ DRAFTERS: dict[str, Drafter] = {
 }
 
 
-def run_round(
-    verify: Verify, drafter: Drafter, instance: ChainInstance, rand: Random
-) -> tuple[int, ...]:
+def run_round(verify: Verify, drafter: Drafter, instance: ChainInstance, rand: Random) -> tuple[int, ...]:
     """One round: draft, compute the target rows along the drafts, verify.
 
     The block is checked against the round contract's shape (1 to ``gamma + 1`` token ids
@@ -197,8 +195,7 @@ def run_round(
     gamma, vocab = instance.gamma, instance.vocab_size
     if not 1 <= len(out) <= gamma + 1:
         raise NonConformance(
-            f"the verifier returned a block of {len(out)} tokens; a round commits 1 to "
-            f"gamma+1={gamma + 1}"
+            f"the verifier returned a block of {len(out)} tokens; a round commits 1 to gamma+1={gamma + 1}"
         )
     for t in out:
         if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < vocab:

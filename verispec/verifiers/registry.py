@@ -86,7 +86,8 @@ class ChainVerifier:
     drafter: str
     summary: str
     source: str
-    acceptance: Acceptance
+    #: the acceptance profile of the algorithm it implements; ``None`` skips round accounting
+    acceptance: Acceptance | None = None
     settings: tuple[SamplingConfig, ...] = STOCHASTIC_SETTINGS
     family: str = field(default="chain")
 
@@ -140,101 +141,172 @@ def verifiers(kind: Kind | None = None) -> list[ChainVerifier]:
 
 # ----------------------------------------------------------------------------- exact
 
-register(ChainVerifier(
-    "token-level", "exact", chain.token_level, "sample",
-    "accept with min(1, p/q), correct from the normalised residual [p-q]+, bonus from p",
-    "Leviathan et al., ICML 2023, Algorithm 1; Chen et al., arXiv 2302.01318",
-    token_level_acceptance,
-))
-register(ChainVerifier(
-    "greedy", "exact", chain.greedy, "sample",
-    "accept while the draft equals the target argmax (lowest id wins ties)",
-    "greedy contract; Leviathan et al. 2023, Section 2.3",
-    greedy_acceptance, settings=GREEDY_SETTINGS,
-))
-register(ChainVerifier(
-    "point-mass", "exact", chain.point_mass, "argmax",
-    "deterministic drafts: accept with p(x), correct from p without x",
-    "vLLM v1 rejection sampler, IS_NGRAM path; verifiers.md section 1",
-    match_acceptance,
-))
-register(ChainVerifier(
-    "sample-and-match", "exact", chain.sample_and_match, "sample",
-    "draw y ~ p, accept while y equals the draft, emit y at the first mismatch",
-    "transformers _assisted_decoding Case 2; SpecInfer naive sampling",
-    match_acceptance,
-))
-register(ChainVerifier(
-    "block", "exact", chain.block_verification, "sample",
-    "block verification: last passing coin over h_i, weighted residual",
-    "Sun et al., Block Verification Accelerates Speculative Decoding, ICLR 2025",
-    block_acceptance,
-))
+register(
+    ChainVerifier(
+        "token-level",
+        "exact",
+        chain.token_level,
+        "sample",
+        "accept with min(1, p/q), correct from the normalised residual [p-q]+, bonus from p",
+        "Leviathan et al., ICML 2023, Algorithm 1; Chen et al., arXiv 2302.01318",
+        token_level_acceptance,
+    )
+)
+register(
+    ChainVerifier(
+        "greedy",
+        "exact",
+        chain.greedy,
+        "sample",
+        "accept while the draft equals the target argmax (lowest id wins ties)",
+        "greedy contract; Leviathan et al. 2023, Section 2.3",
+        greedy_acceptance,
+        settings=GREEDY_SETTINGS,
+    )
+)
+register(
+    ChainVerifier(
+        "point-mass",
+        "exact",
+        chain.point_mass,
+        "argmax",
+        "deterministic drafts: accept with p(x), correct from p without x",
+        "vLLM v1 rejection sampler, IS_NGRAM path; verifiers.md section 1",
+        match_acceptance,
+    )
+)
+register(
+    ChainVerifier(
+        "sample-and-match",
+        "exact",
+        chain.sample_and_match,
+        "sample",
+        "draw y ~ p, accept while y equals the draft, emit y at the first mismatch",
+        "transformers _assisted_decoding Case 2; SpecInfer naive sampling",
+        match_acceptance,
+    )
+)
+register(
+    ChainVerifier(
+        "block",
+        "exact",
+        chain.block_verification,
+        "sample",
+        "block verification: last passing coin over h_i, weighted residual",
+        "Sun et al., Block Verification Accelerates Speculative Decoding, ICLR 2025",
+        block_acceptance,
+    )
+)
 
 # -------------------------------------------------------------------------- controls
 
-register(ChainVerifier(
-    "resample-target", "control", controls.resample_target, "sample",
-    "a fresh target sample after a rejection instead of the residual",
-    "seed article, section 3 (the (0.4, 0.32, 0.28) example)",
-    token_level_acceptance,
-))
-register(ChainVerifier(
-    "softmax-residual", "control", controls.softmax_residual, "sample",
-    "softmax(clamp(p-q, 0)) as the residual instead of normalising",
-    "huggingface/transformers PR #28508",
-    token_level_acceptance,
-))
-register(ChainVerifier(
-    "greedy-draft-softmax-q", "control", chain.token_level, "argmax-declaring-softmax",
-    "argmax drafting with the softmax q in the ratio and residual",
-    "huggingface/transformers #32867 -> PR #33534; jaymody/speculative-sampling #3",
-    token_level_acceptance,
-))
-register(ChainVerifier(
-    "raw-q-processed-draft", "control", chain.token_level, "processed-declaring-raw",
-    "draft sampled after top-k/top-p while the ratio uses the unprocessed q",
-    "huggingface/transformers #47932 / PR #47961",
-    token_level_acceptance,
-    settings=(
-        SamplingConfig(top_k=2),
-        SamplingConfig(top_p=Fraction(7, 10)),
-        SamplingConfig(min_p=Fraction(1, 3)),
-        SamplingConfig(temperature=Fraction(1, 2)),
-    ),
-))
-register(ChainVerifier(
-    "missing-bonus", "control", controls.missing_bonus, "sample",
-    "no bonus token after full acceptance (law kept, round contract broken)",
-    "round contract; the verifiers.md section 1 note on the bonus token",
-    token_level_acceptance,
-))
-register(ChainVerifier(
-    "bonus-wrong-row", "control", controls.bonus_wrong_row, "sample",
-    "bonus drawn from the last draft position's target row",
-    "row misindexing class: TensorRT-LLM PR #15098, EAGLE PR #47",
-    token_level_acceptance,
-))
-register(ChainVerifier(
-    "reused-uniform", "control", controls.reused_uniform, "sample",
-    "one uniform for the acceptance test and the residual's inverse-CDF draw",
-    "flashinfer-ai/flashinfer PR #424",
-    token_level_acceptance,
-))
-register(ChainVerifier(
-    "target-only-temperature", "control", chain.token_level, "untempered",
-    "temperature reaches the target and the declared q but not the draft sampler",
-    "z-lab/dflash #74 (vllm-project/vllm #9834 is the mirror image)",
-    token_level_acceptance,
-    settings=(
-        SamplingConfig(temperature=Fraction(1, 2)),
-        SamplingConfig(temperature=Fraction(1, 3)),
-        SamplingConfig(temperature=Fraction(1, 2), top_k=3),
-    ),
-))
-register(ChainVerifier(
-    "block-first-failure", "control", controls.block_first_failure, "sample",
-    "block verification with tau = first failing coin (top-down) instead of last passing",
-    "verifiers.md section 2 pitfalls; Sun et al. 2025",
-    block_acceptance,
-))
+register(
+    ChainVerifier(
+        "resample-target",
+        "control",
+        controls.resample_target,
+        "sample",
+        "a fresh target sample after a rejection instead of the residual",
+        "seed article, section 3 (the (0.4, 0.32, 0.28) example)",
+        token_level_acceptance,
+    )
+)
+register(
+    ChainVerifier(
+        "softmax-residual",
+        "control",
+        controls.softmax_residual,
+        "sample",
+        "softmax(clamp(p-q, 0)) as the residual instead of normalising",
+        "huggingface/transformers PR #28508",
+        token_level_acceptance,
+    )
+)
+register(
+    ChainVerifier(
+        "greedy-draft-softmax-q",
+        "control",
+        chain.token_level,
+        "argmax-declaring-softmax",
+        "argmax drafting with the softmax q in the ratio and residual",
+        "huggingface/transformers #32867 -> PR #33534; jaymody/speculative-sampling #3",
+        token_level_acceptance,
+    )
+)
+register(
+    ChainVerifier(
+        "raw-q-processed-draft",
+        "control",
+        chain.token_level,
+        "processed-declaring-raw",
+        "draft sampled after top-k/top-p while the ratio uses the unprocessed q",
+        "huggingface/transformers #47932 / PR #47961",
+        token_level_acceptance,
+        settings=(
+            SamplingConfig(top_k=2),
+            SamplingConfig(top_p=Fraction(7, 10)),
+            SamplingConfig(min_p=Fraction(1, 3)),
+            SamplingConfig(temperature=Fraction(1, 2)),
+        ),
+    )
+)
+register(
+    ChainVerifier(
+        "missing-bonus",
+        "control",
+        controls.missing_bonus,
+        "sample",
+        "no bonus token after full acceptance (law kept, round contract broken)",
+        "round contract; the verifiers.md section 1 note on the bonus token",
+        token_level_acceptance,
+    )
+)
+register(
+    ChainVerifier(
+        "bonus-wrong-row",
+        "control",
+        controls.bonus_wrong_row,
+        "sample",
+        "bonus drawn from the last draft position's target row",
+        "row misindexing class: TensorRT-LLM PR #15098, EAGLE PR #47",
+        token_level_acceptance,
+    )
+)
+register(
+    ChainVerifier(
+        "reused-uniform",
+        "control",
+        controls.reused_uniform,
+        "sample",
+        "one uniform for the acceptance test and the residual's inverse-CDF draw",
+        "flashinfer-ai/flashinfer PR #424",
+        token_level_acceptance,
+    )
+)
+register(
+    ChainVerifier(
+        "target-only-temperature",
+        "control",
+        chain.token_level,
+        "untempered",
+        "temperature reaches the target and the declared q but not the draft sampler",
+        "z-lab/dflash #74 (vllm-project/vllm #9834 is the mirror image)",
+        token_level_acceptance,
+        settings=(
+            SamplingConfig(temperature=Fraction(1, 2)),
+            SamplingConfig(temperature=Fraction(1, 3)),
+            SamplingConfig(temperature=Fraction(1, 2), top_k=3),
+        ),
+    )
+)
+register(
+    ChainVerifier(
+        "block-first-failure",
+        "control",
+        controls.block_first_failure,
+        "sample",
+        "block verification with tau = first failing coin (top-down) instead of last passing",
+        "verifiers.md section 2 pitfalls; Sun et al. 2025",
+        block_acceptance,
+    )
+)

@@ -1,0 +1,27 @@
+"""The audit article's three-token example.
+
+With p = (0.5, 0.3, 0.2) and q = (0.2, 0.2, 0.6), token-level speculative sampling
+accepts A and B always and C with probability 1/3; each token contributes 0.2 of directly
+accepted mass, so alpha = 0.6 and a rejection happens with probability 0.4. The residual
+is (0.75, 0.25, 0); distributing the rejected mass in these proportions adds (0.3, 0.1, 0)
+and recovers p exactly. Resampling from p after a rejection instead outputs
+(0.4, 0.32, 0.28): C, already overpaid by the draft, is paid again.
+
+Checked by `verispec.exact.seeds.three_token_example`, which recomputes every number with verispec's
+registered verifier code and exact executor.
+"""
+
+from verispec.exact.seeds import three_token_example
+
+
+def test_three_token_example() -> None:
+    result = three_token_example()
+    assert result.ok, result.mismatches()
+
+
+if __name__ == "__main__":
+    result = three_token_example()
+    print(result.statement)
+    for key, value in result.computed.items():
+        print(f"  {key}: {value} (article: {result.expected[key]})")
+    print("reproduced" if result.ok else "MISMATCH")

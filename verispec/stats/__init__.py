@@ -1,0 +1,1 @@
+"""Statistics with declared error rates: constants, planning, goodness-of-fit tests."""
