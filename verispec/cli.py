@@ -202,6 +202,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
+    from verispec.exact.lengths import length_table
     from verispec.exact.prove import prove
     from verispec.exact.seeds import SEED_CHECKS
     from verispec.exact.symbolic import theorems_for
@@ -228,13 +229,28 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
             failures.append(f"seed {result.name}: " + "; ".join(result.mismatches()))
 
     general = theorems_for(None)
-    _progress(f"[2/3] symbolic theorems ({len(general)} general; the rest run with their verifier)")
+    _progress(
+        f"[2/3] symbolic theorems ({len(general)} general; the rest run with their verifier) "
+        "and expected lengths"
+    )
     for theorem in general:
         t = theorem()
         report.add("theorems", t.to_json())
         _progress(f"  {'ok ' if t.verdict.passed else 'BAD'} {t.name} [{t.prover}] {t.verdict.kind}")
         if not t.verdict.passed:
             unknown.append(f"theorem {t.name}")
+
+    rows = length_table()
+    for row in rows:
+        report.add("lengths", row.to_json())
+        if not (row.agrees and row.exact):
+            failures.append(f"expected length of {row.verifier} on {row.instance}: law and tail sum disagree")
+    _progress(
+        f"  ok  expected accepted length of {len(registry.names('exact'))} verifiers on "
+        f"{len(rows) // len(registry.names('exact'))} reference instances"
+        if all(r.agrees and r.exact for r in rows)
+        else "  BAD expected accepted lengths"
+    )
 
     names = registry.names()
     width = max(len(n) for n in names)

@@ -17,6 +17,7 @@ counterexample is as small as the bug allows.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -28,9 +29,11 @@ from verispec.errors import UsageError
 from verispec.verifiers.instance import ChainInstance
 
 __all__ = [
+    "DraftChain",
     "chain_instances",
     "conditional_models",
     "distributions",
+    "draft_chains",
     "rows_from_weights",
 ]
 
@@ -129,3 +132,37 @@ def chain_instances(
     if not settings:
         raise UsageError("settings=() is empty; give at least one SamplingConfig")
     return _chain_instance(min_vocab, max_vocab, min_gamma, max_gamma, tuple(settings), max_weight)
+
+
+@dataclass(frozen=True)
+class DraftChain:
+    """The inputs of one chain verification: what a black-box verifier is handed.
+
+    ``target_probs`` has ``gamma + 1`` rows, ``draft_probs`` ``gamma`` rows, and every draft
+    token has positive probability under its draft row.
+    """
+
+    instance: ChainInstance
+    target_probs: tuple[tuple[Fraction, ...], ...]
+    draft_probs: tuple[tuple[Fraction, ...], ...]
+    draft_tokens: tuple[int, ...]
+
+
+@st.composite
+def _draft_chain(draw: Any, instances: st.SearchStrategy[ChainInstance]) -> DraftChain:
+    instance = draw(instances)
+    tokens: list[int] = []
+    draft_rows = []
+    for _ in range(instance.gamma):
+        q = instance.draft_probs(tuple(tokens))
+        tokens.append(draw(st.sampled_from([t for t, v in enumerate(q) if v > 0])))
+        draft_rows.append(q)
+    target_rows = tuple(instance.target_probs(tuple(tokens[:i])) for i in range(instance.gamma + 1))
+    return DraftChain(instance, target_rows, tuple(draft_rows), tuple(tokens))
+
+
+def draft_chains(**kwargs: Any) -> st.SearchStrategy[DraftChain]:
+    """Drafted chains: an instance from :func:`chain_instances` (same keywords) and drafts
+    drawn from its support, with the exact target and draft rows along them.
+    """
+    return _draft_chain(chain_instances(**kwargs))

@@ -161,3 +161,22 @@ class TestRegistry:
             "target-only-temperature",
             "block-first-failure",
         }
+
+
+class TestChainInstanceValidation:
+    def test_vocabulary_mismatch_names_both_sizes(self) -> None:
+        from verispec.errors import UsageError
+
+        with pytest.raises(
+            UsageError,
+            match=r"^vocabulary mismatch: the target has vocab_size=3 but the draft has vocab_size=2$",
+        ):
+            ChainInstance(FixedModel(["1/3", "1/3", "1/3"]), FixedModel(["1/2", "1/2"]), 1)
+
+    def test_bad_gamma_and_context(self) -> None:
+        from verispec.errors import UsageError
+
+        with pytest.raises(UsageError, match=r"^gamma=-1 must be a non-negative integer$"):
+            fixed(["1/2", "1/2"], ["1/2", "1/2"], gamma=-1)
+        with pytest.raises(UsageError, match=r"^context\[0\]=5 is not a token id in 0\.\.1$"):
+            ChainInstance(FixedModel(["1/2", "1/2"]), FixedModel(["1/2", "1/2"]), 1, context=(5,))

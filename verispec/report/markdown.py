@@ -87,6 +87,27 @@ def _seeds(records: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def _lengths(records: list[dict[str, Any]]) -> str:
+    out = ["## Expected accepted length per round", ""]
+    out.append(
+        "`E[K]` from the enumerated block law, checked against the tail-sum identity over each "
+        "verifier's closed-form acceptance profile."
+    )
+    out.append("")
+    rows = [
+        [
+            r["instance"],
+            r["verifier"],
+            r["expected_accepted"],
+            f"{r['expected_accepted_float']:.4f}",
+            "yes" if r["agrees"] else "**NO**",
+        ]
+        for r in records
+    ]
+    out.append(table(["instance", "verifier", "E[K] exact", "E[K]", "tail sum agrees"], rows))
+    return "\n".join(out)
+
+
 def _generic(name: str, records: list[dict[str, Any]]) -> str:
     out = [f"## {name}", ""]
     for r in records:
@@ -98,6 +119,7 @@ _RENDERERS: dict[str, Callable[[list[dict[str, Any]]], str]] = {
     "prove": _prove,
     "theorems": _theorems,
     "seeds": _seeds,
+    "lengths": _lengths,
 }
 
 
