@@ -70,7 +70,7 @@ def length_table() -> list[LengthRow]:
             inst = instance
             if entry.settings and all(s.is_greedy for s in entry.settings):
                 inst = ChainInstance(
-                    instance.target, instance.draft, instance.gamma, SamplingConfig(temperature=0)
+                    instance.target, instance.draft, instance.gamma, SamplingConfig(temperature=Fraction(0))
                 )
                 label_here = f"{label} (T=0)"
             else:
