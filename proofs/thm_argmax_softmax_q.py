@@ -4,21 +4,16 @@ A drafter that takes the argmax while the verifier divides by the softmax q is b
 p = (0.6, 0.4), q = (0.8, 0.2) outputs (0.75, 0.25), and p = (1/6, 1/3, 1/2),
 q = (1/2, 1/3, 1/6) outputs (1/3, 0, 2/3).
 
-Checked by `verispec.exact.seeds.known_bug_examples`, which recomputes every number with verispec's
-registered verifier code and exact executor.
+Checked by `verispec.exact.seeds.known_bug_examples`, which recomputes every number
+with verispec's registered verifier code and exact executor.
 """
 
-from verispec.exact.seeds import known_bug_examples
+from verispec.exact.seeds import assert_reproduced, known_bug_examples, print_seed_check
 
 
 def test_known_bug_examples() -> None:
-    result = known_bug_examples()
-    assert result.ok, result.mismatches()
+    assert_reproduced(known_bug_examples())
 
 
 if __name__ == "__main__":
-    result = known_bug_examples()
-    print(result.statement)
-    for key, value in result.computed.items():
-        print(f"  {key}: {value} (article: {result.expected[key]})")
-    print("reproduced" if result.ok else "MISMATCH")
+    print_seed_check(known_bug_examples())

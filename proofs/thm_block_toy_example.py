@@ -5,21 +5,16 @@ accepted drafts is 10/9 for token-level verification and 11/9 for block verifica
 the unattainable joint bound sum_i sum_{x^i} min(M_s(x^i), M_b(x^i)) is 12/9. Block
 verification is also round-exact on this instance.
 
-Checked by `verispec.exact.seeds.block_toy_example`, which recomputes every number with verispec's
-registered verifier code and exact executor.
+Checked by `verispec.exact.seeds.block_toy_example`, which recomputes every number
+with verispec's registered verifier code and exact executor.
 """
 
-from verispec.exact.seeds import block_toy_example
+from verispec.exact.seeds import assert_reproduced, block_toy_example, print_seed_check
 
 
 def test_block_toy_example() -> None:
-    result = block_toy_example()
-    assert result.ok, result.mismatches()
+    assert_reproduced(block_toy_example())
 
 
 if __name__ == "__main__":
-    result = block_toy_example()
-    print(result.statement)
-    for key, value in result.computed.items():
-        print(f"  {key}: {value} (article: {result.expected[key]})")
-    print("reproduced" if result.ok else "MISMATCH")
+    print_seed_check(block_toy_example())

@@ -5,21 +5,16 @@
 0.787 and 0.718 gives 3.28 and 4.15, and 2.87 and 3.37 tokens per step at k = 4 and 8; a
 draft costing c = 0.32 of the target with alpha = 0.75 peaks at about 1.4 times at k = 2.
 
-Checked by `verispec.exact.seeds.derived_numbers`, which recomputes every number with verispec's
-registered verifier code and exact executor.
+Checked by `verispec.exact.seeds.derived_numbers`, which recomputes every number
+with verispec's registered verifier code and exact executor.
 """
 
-from verispec.exact.seeds import derived_numbers
+from verispec.exact.seeds import assert_reproduced, derived_numbers, print_seed_check
 
 
 def test_derived_numbers() -> None:
-    result = derived_numbers()
-    assert result.ok, result.mismatches()
+    assert_reproduced(derived_numbers())
 
 
 if __name__ == "__main__":
-    result = derived_numbers()
-    print(result.statement)
-    for key, value in result.computed.items():
-        print(f"  {key}: {value} (article: {result.expected[key]})")
-    print("reproduced" if result.ok else "MISMATCH")
+    print_seed_check(derived_numbers())

@@ -4,21 +4,16 @@ If each of gamma = 3 drafts is accepted independently with probability alpha = 0
 round commits (1 - alpha^4) / (1 - alpha) = 2.176 tokens on average (exactly 272/125),
 not four.
 
-Checked by `verispec.exact.seeds.expected_tokens_example`, which recomputes every number with verispec's
-registered verifier code and exact executor.
+Checked by `verispec.exact.seeds.expected_tokens_example`, which recomputes every number
+with verispec's registered verifier code and exact executor.
 """
 
-from verispec.exact.seeds import expected_tokens_example
+from verispec.exact.seeds import assert_reproduced, expected_tokens_example, print_seed_check
 
 
 def test_expected_tokens_example() -> None:
-    result = expected_tokens_example()
-    assert result.ok, result.mismatches()
+    assert_reproduced(expected_tokens_example())
 
 
 if __name__ == "__main__":
-    result = expected_tokens_example()
-    print(result.statement)
-    for key, value in result.computed.items():
-        print(f"  {key}: {value} (article: {result.expected[key]})")
-    print("reproduced" if result.ok else "MISMATCH")
+    print_seed_check(expected_tokens_example())

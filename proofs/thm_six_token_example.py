@@ -6,21 +6,16 @@ enumeration and the round criterion, not by sampling) and accepts with probabili
 sum min(p, q) = 0.55. The article's million-sample run, repeated with its seed, prints the
 same frequencies to three decimals and the acceptance rate 0.550.
 
-Checked by `verispec.exact.seeds.six_token_example`, which recomputes every number with verispec's
-registered verifier code and exact executor.
+Checked by `verispec.exact.seeds.six_token_example`, which recomputes every number
+with verispec's registered verifier code and exact executor.
 """
 
-from verispec.exact.seeds import six_token_example
+from verispec.exact.seeds import assert_reproduced, print_seed_check, six_token_example
 
 
 def test_six_token_example() -> None:
-    result = six_token_example()
-    assert result.ok, result.mismatches()
+    assert_reproduced(six_token_example())
 
 
 if __name__ == "__main__":
-    result = six_token_example()
-    print(result.statement)
-    for key, value in result.computed.items():
-        print(f"  {key}: {value} (article: {result.expected[key]})")
-    print("reproduced" if result.ok else "MISMATCH")
+    print_seed_check(six_token_example())

@@ -5,21 +5,16 @@ At alpha = 0.8, a draft step costing c of a target step turns k drafts into a sp
 0.3 the table reads 1.80 1.71 1.64 1.38 / 2.44 2.22 2.03 1.52 / 3.36 2.80 2.40 1.53 /
 4.33 3.09 2.40 1.27 / 4.89 2.72 1.88 0.84.
 
-Checked by `verispec.exact.seeds.speedup_table`, which recomputes every number with verispec's
-registered verifier code and exact executor.
+Checked by `verispec.exact.seeds.speedup_table`, which recomputes every number
+with verispec's registered verifier code and exact executor.
 """
 
-from verispec.exact.seeds import speedup_table
+from verispec.exact.seeds import assert_reproduced, print_seed_check, speedup_table
 
 
 def test_speedup_table() -> None:
-    result = speedup_table()
-    assert result.ok, result.mismatches()
+    assert_reproduced(speedup_table())
 
 
 if __name__ == "__main__":
-    result = speedup_table()
-    print(result.statement)
-    for key, value in result.computed.items():
-        print(f"  {key}: {value} (article: {result.expected[key]})")
-    print("reproduced" if result.ok else "MISMATCH")
+    print_seed_check(speedup_table())

@@ -7,21 +7,16 @@ is (0.75, 0.25, 0); distributing the rejected mass in these proportions adds (0.
 and recovers p exactly. Resampling from p after a rejection instead outputs
 (0.4, 0.32, 0.28): C, already overpaid by the draft, is paid again.
 
-Checked by `verispec.exact.seeds.three_token_example`, which recomputes every number with verispec's
-registered verifier code and exact executor.
+Checked by `verispec.exact.seeds.three_token_example`, which recomputes every number
+with verispec's registered verifier code and exact executor.
 """
 
-from verispec.exact.seeds import three_token_example
+from verispec.exact.seeds import assert_reproduced, print_seed_check, three_token_example
 
 
 def test_three_token_example() -> None:
-    result = three_token_example()
-    assert result.ok, result.mismatches()
+    assert_reproduced(three_token_example())
 
 
 if __name__ == "__main__":
-    result = three_token_example()
-    print(result.statement)
-    for key, value in result.computed.items():
-        print(f"  {key}: {value} (article: {result.expected[key]})")
-    print("reproduced" if result.ok else "MISMATCH")
+    print_seed_check(three_token_example())

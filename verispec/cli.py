@@ -29,27 +29,16 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(re.sub(r"^argument (\S+): (\1=)", r"\2", message))
 
 
-def _positive_int(name: str) -> Any:
+def _int_at_least(name: str, minimum: int) -> Any:
+    """An argparse type for integers ``>= minimum`` whose errors name the option."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name}={text!r} is not an integer") from None
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{name}={value} must be >= 1")
-        return value
-
-    return parse
-
-
-def _non_negative_int(name: str) -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name}={text!r} is not an integer") from None
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"{name}={value} must be >= 0")
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{name}={value} must be >= {minimum}")
         return value
 
     return parse
@@ -63,16 +52,16 @@ def _add_budget_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="a smoke-test budget (seconds)")
     p.add_argument(
         "--instances",
-        type=_non_negative_int("--instances"),
+        type=_int_at_least("--instances", 0),
         default=None,
         help="random round instances per exact verifier (default 2000; 150 with --quick)",
     )
     p.add_argument(
-        "--seed", type=_non_negative_int("--seed"), default=0, help="seed of the random instances (default 0)"
+        "--seed", type=_int_at_least("--seed", 0), default=0, help="seed of the random instances (default 0)"
     )
     p.add_argument(
         "--jobs",
-        type=_positive_int("--jobs"),
+        type=_int_at_least("--jobs", 1),
         default=_default_jobs(),
         help="parallel processes (default: min(2, CPUs))",
     )

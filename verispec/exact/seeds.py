@@ -24,7 +24,7 @@ from verispec.exact.criterion import check_round, expected_accepted, round_law
 from verispec.verifiers import registry
 from verispec.verifiers.instance import ChainInstance
 
-__all__ = ["SeedCheck", "all_seed_checks"]
+__all__ = ["SeedCheck", "all_seed_checks", "assert_reproduced", "print_seed_check"]
 
 
 @dataclass(frozen=True)
@@ -368,6 +368,19 @@ SEED_CHECKS: tuple[Callable[[], SeedCheck], ...] = (
     block_toy_example,
     known_bug_examples,
 )
+
+
+def assert_reproduced(result: SeedCheck) -> None:
+    """Fail with every mismatch listed unless ``result`` reproduces the article."""
+    assert result.ok, result.mismatches()
+
+
+def print_seed_check(result: SeedCheck) -> None:
+    """Print a seed check for a person: statement, each number beside the article's, verdict."""
+    print(result.statement)
+    for key, value in result.computed.items():
+        print(f"  {key}: {value} (article: {result.expected.get(key)})")
+    print("reproduced" if result.ok else "MISMATCH")
 
 
 def all_seed_checks() -> list[SeedCheck]:

@@ -53,6 +53,11 @@ def _token_level_with(
     return block
 
 
+def _residual(p: Sequence[Any], q: Sequence[Any], x: int, rand: Random) -> int:
+    """The correct correction: a sample of the residual ``[p - q]_+``."""
+    return rand.categorical(positive_part(p, q))
+
+
 def resample_target(
     target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random
 ) -> list[int]:
@@ -103,7 +108,7 @@ def missing_bonus(
         draft_probs,
         draft_tokens,
         rand,
-        correction=lambda p, q, x, r: r.categorical(positive_part(p, q)),
+        correction=_residual,
         bonus_row=None,
     )
 
@@ -120,7 +125,7 @@ def bonus_wrong_row(
         draft_probs,
         draft_tokens,
         rand,
-        correction=lambda p, q, x, r: r.categorical(positive_part(p, q)),
+        correction=_residual,
         bonus_row=max(len(draft_tokens) - 1, 0),
     )
 

@@ -113,64 +113,57 @@ DraftView = ChainInstance
 Drafter = Callable[[ChainInstance, Random], tuple[list[int], list[Sequence[Any]]]]
 
 
-def sample_drafts(instance: ChainInstance, rand: Random) -> tuple[list[int], list[Sequence[Any]]]:
-    """Draw each draft from the processed draft law and declare that law (the contract)."""
+def _drafts(
+    instance: ChainInstance,
+    rand: Random,
+    draw_from: Callable[[Prefix], Sequence[Any]] | None,
+    declared: Callable[[Prefix, int], Sequence[Any]],
+) -> tuple[list[int], list[Sequence[Any]]]:
+    """Draw ``gamma`` drafts one by one; ``draw_from=None`` means greedy (argmax of ``q``)."""
     tokens: list[int] = []
     rows: list[Sequence[Any]] = []
     for _ in range(instance.gamma):
-        q = instance.draft_probs(tuple(tokens))
-        tokens.append(rand.categorical(q))
-        rows.append(q)
+        prefix = tuple(tokens)
+        x = argmax(instance.draft_probs(prefix)) if draw_from is None else rand.categorical(draw_from(prefix))
+        tokens.append(x)
+        rows.append(declared(prefix, x))
     return tokens, rows
+
+
+def sample_drafts(instance: ChainInstance, rand: Random) -> tuple[list[int], list[Sequence[Any]]]:
+    """Draw each draft from the processed draft law and declare that law (the contract)."""
+    return _drafts(instance, rand, instance.draft_probs, lambda prefix, x: instance.draft_probs(prefix))
 
 
 def argmax_drafts(instance: ChainInstance, rand: Random) -> tuple[list[int], list[Sequence[Any]]]:
     """Greedy drafting: the argmax of the processed draft law, declared as a point mass."""
-    tokens: list[int] = []
-    rows: list[Sequence[Any]] = []
-    for _ in range(instance.gamma):
-        q = instance.draft_probs(tuple(tokens))
-        x = argmax(q)
-        tokens.append(x)
-        rows.append(point_mass(x, len(q), q[0]))
-    return tokens, rows
+
+    def declared(prefix: Prefix, x: int) -> Sequence[Any]:
+        q = instance.draft_probs(prefix)
+        return point_mass(x, len(q), q[0])
+
+    return _drafts(instance, rand, None, declared)
 
 
 def argmax_drafts_declaring_softmax(
     instance: ChainInstance, rand: Random
 ) -> tuple[list[int], list[Sequence[Any]]]:
     """Wrong: greedy drafting that declares the softmax ``q`` (transformers #32867)."""
-    tokens: list[int] = []
-    rows: list[Sequence[Any]] = []
-    for _ in range(instance.gamma):
-        q = instance.draft_probs(tuple(tokens))
-        tokens.append(argmax(q))
-        rows.append(q)
-    return tokens, rows
+    return _drafts(instance, rand, None, lambda prefix, x: instance.draft_probs(prefix))
 
 
 def processed_drafts_declaring_raw(
     instance: ChainInstance, rand: Random
 ) -> tuple[list[int], list[Sequence[Any]]]:
     """Wrong: drafts sampled after top-k/top-p, but the raw ``q`` declared (transformers #47932)."""
-    tokens: list[int] = []
-    rows: list[Sequence[Any]] = []
-    for _ in range(instance.gamma):
-        prefix = tuple(tokens)
-        tokens.append(rand.categorical(instance.draft_probs(prefix)))
-        rows.append(instance.raw_draft_probs(prefix))
-    return tokens, rows
+    return _drafts(instance, rand, instance.draft_probs, lambda prefix, x: instance.raw_draft_probs(prefix))
 
 
 def untempered_drafts(instance: ChainInstance, rand: Random) -> tuple[list[int], list[Sequence[Any]]]:
     """Wrong: drafts sampled at temperature 1 while the tempered ``q`` is declared (dflash #74)."""
-    tokens: list[int] = []
-    rows: list[Sequence[Any]] = []
-    for _ in range(instance.gamma):
-        prefix = tuple(tokens)
-        tokens.append(rand.categorical(instance.untempered_draft_probs(prefix)))
-        rows.append(instance.draft_probs(prefix))
-    return tokens, rows
+    return _drafts(
+        instance, rand, instance.untempered_draft_probs, lambda prefix, x: instance.draft_probs(prefix)
+    )
 
 
 DRAFTERS: dict[str, Drafter] = {
