@@ -192,6 +192,7 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
 
 def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
     from verispec.exact.lengths import length_table
+    from verispec.exact.optimum import optimum_table
     from verispec.exact.prove import prove
     from verispec.exact.seeds import SEED_CHECKS
     from verispec.exact.symbolic import theorems_for
@@ -240,6 +241,15 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
         if all(r.agrees and r.exact for r in rows)
         else "  BAD expected accepted lengths"
     )
+
+    optimum = optimum_table()
+    for opt in optimum:
+        report.add("optimum", opt.to_json())
+        if abs(float(opt.optimum) - opt.optimum_lp) > 1e-7 or opt.gap < 0:
+            failures.append(
+                f"one-node optimum for {opt.verifier} on {opt.label}: LP and closed form disagree"
+            )
+    _progress(f"  ok  one-node acceptance of the tree verifiers against the optimum ({len(optimum)} rows)")
 
     names = registry.names()
     width = max(len(n) for n in names)

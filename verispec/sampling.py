@@ -13,47 +13,36 @@ from typing import Any
 
 from verispec.core.random import SeededRandom
 from verispec.errors import UsageError
-from verispec.verifiers.instance import ChainInstance, run_round
-from verispec.verifiers.registry import ChainVerifier
+from verispec.verifiers.registry import Verifier
 
 __all__ = ["FloatInstance", "sample_blocks"]
 
-Prefix = tuple[int, ...]
-
 
 class FloatInstance:
-    """A :class:`ChainInstance` seen in float64: every row it hands out is a float tuple."""
+    """An instance (chain or tree) seen in float64: every ``*_probs`` row it hands out is a
+    float tuple; every other attribute is the exact instance's."""
 
-    def __init__(self, instance: ChainInstance) -> None:
+    def __init__(self, instance: Any) -> None:
         self.exact = instance
-        self.gamma = instance.gamma
-        self.vocab_size = instance.vocab_size
-        self._cache: dict[tuple[str, Prefix], tuple[float, ...]] = {}
+        self._cache: dict[tuple[Any, ...], tuple[float, ...]] = {}
 
-    def _row(self, which: str, prefix: Prefix) -> tuple[float, ...]:
-        key = (which, prefix)
-        row = self._cache.get(key)
-        if row is None:
-            row = tuple(float(v) for v in getattr(self.exact, which)(prefix))
-            self._cache[key] = row
-        return row
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.exact, name)
+        if not (name.endswith("_probs") and callable(attr)):
+            return attr
 
-    def target_probs(self, prefix: Prefix) -> tuple[float, ...]:
-        return self._row("target_probs", prefix)
+        def rows(*args: Any) -> tuple[float, ...]:
+            key = (name, *args)
+            row = self._cache.get(key)
+            if row is None:
+                row = tuple(float(v) for v in attr(*args))
+                self._cache[key] = row
+            return row
 
-    def draft_probs(self, prefix: Prefix) -> tuple[float, ...]:
-        return self._row("draft_probs", prefix)
-
-    def raw_draft_probs(self, prefix: Prefix) -> tuple[float, ...]:
-        return self._row("raw_draft_probs", prefix)
-
-    def untempered_draft_probs(self, prefix: Prefix) -> tuple[float, ...]:
-        return self._row("untempered_draft_probs", prefix)
+        return rows
 
 
-def sample_blocks(
-    entry: ChainVerifier, instance: ChainInstance, n: int, *, seed: int
-) -> Counter[tuple[int, ...]]:
+def sample_blocks(entry: Verifier, instance: Any, n: int, *, seed: int) -> Counter[tuple[int, ...]]:
     """Counts of the blocks committed by ``n`` independent rounds (float execution).
 
     >>> import verispec
@@ -69,5 +58,5 @@ def sample_blocks(
     view: Any = FloatInstance(instance)
     counts: Counter[tuple[int, ...]] = Counter()
     for _ in range(n):
-        counts[run_round(entry.verify, entry.draft, view, rand)] += 1
+        counts[entry.round(view, rand)] += 1
     return counts

@@ -27,6 +27,7 @@ from verispec.core.models import TableModel
 from verispec.core.transforms import SamplingConfig
 from verispec.errors import UsageError
 from verispec.verifiers.instance import ChainInstance
+from verispec.verifiers.trees import TreeInstance
 
 __all__ = [
     "DraftChain",
@@ -35,6 +36,7 @@ __all__ = [
     "distributions",
     "draft_chains",
     "rows_from_weights",
+    "tree_instances",
 ]
 
 #: Largest integer weight of one token in a generated row: denominators stay small enough
@@ -166,3 +168,59 @@ def draft_chains(**kwargs: Any) -> st.SearchStrategy[DraftChain]:
     drawn from its support, with the exact target and draft rows along them.
     """
     return _draft_chain(chain_instances(**kwargs))
+
+
+#: Tree shapes (children per depth) searched by default: one to three siblings, depth <= 2.
+TREE_SHAPES: tuple[tuple[int, ...], ...] = ((2,), (1, 2), (2, 1), (3,), (2, 2))
+
+
+@st.composite
+def _tree_instance(
+    draw: Any,
+    law: str,
+    min_vocab: int,
+    max_vocab: int,
+    shapes: tuple[tuple[int, ...], ...],
+    settings: tuple[SamplingConfig, ...],
+    max_weight: int,
+) -> TreeInstance:
+    vocab = draw(st.integers(min_vocab, max_vocab))
+    shape = draw(st.sampled_from(shapes))
+    config = draw(st.sampled_from(settings))
+    target = draw(conditional_models(vocab, len(shape), max_weight=max_weight))
+    draft = draw(conditional_models(vocab, len(shape) - 1, max_weight=max_weight))
+    extra = ()
+    if law == "multi":
+        extra = tuple(
+            draw(conditional_models(vocab, len(shape) - 1, max_weight=max_weight))
+            for _ in range(max(shape) - 1)
+        )
+    return TreeInstance(target, draft, shape, law, config, drafts=extra)
+
+
+def tree_instances(
+    law: str,
+    *,
+    min_vocab: int = 2,
+    max_vocab: int = 3,
+    shapes: Sequence[tuple[int, ...]] = TREE_SHAPES,
+    settings: Sequence[SamplingConfig] = _DEFAULT_SETTINGS,
+    max_weight: int = MAX_WEIGHT,
+) -> st.SearchStrategy[TreeInstance]:
+    """Tree instances for one candidate law (a key of ``verispec.verifiers.trees.LAWS``).
+
+    Shrinking goes toward the first shape, two tokens, uniform context-free rows and the
+    first sampling config.
+    """
+    from verispec.verifiers.trees import LAWS
+
+    _check_sizes(min_vocab=min_vocab, max_vocab=max_vocab, max_weight=max_weight)
+    if law not in LAWS:
+        raise UsageError(f"law={law!r} is not one of {', '.join(LAWS)}")
+    if min_vocab > max_vocab:
+        raise UsageError(f"min_vocab={min_vocab} must be <= max_vocab={max_vocab}")
+    if not shapes or not settings:
+        raise UsageError("shapes and settings must be non-empty")
+    return _tree_instance(
+        law, min_vocab, max_vocab, tuple(tuple(s) for s in shapes), tuple(settings), max_weight
+    )

@@ -55,8 +55,13 @@ class CertifiedReal:
         self.iv = _to_iv(value) if not _is_iv(value) else value
 
     @classmethod
-    def exp(cls, value: Fraction | int) -> CertifiedReal:
+    def exp(cls, value: Any) -> CertifiedReal:
         return cls(_context().exp(_to_iv(value)))
+
+    @classmethod
+    def log(cls, value: Any) -> CertifiedReal:
+        """Natural logarithm of a positive number."""
+        return cls(_context().log(_to_iv(value)))
 
     # arithmetic
     def __add__(self, other: Any) -> CertifiedReal:

@@ -20,6 +20,7 @@ from verispec.errors import InternalError
 __all__ = [
     "argmax",
     "exp",
+    "log",
     "normalize",
     "one_like",
     "point_mass",
@@ -89,6 +90,15 @@ def exp(value: Any) -> Any:
     from verispec.core.certified import CertifiedReal
 
     return CertifiedReal.exp(value)
+
+
+def log(value: Any) -> Any:
+    """Natural logarithm: a float for floats, a certified interval for exact inputs."""
+    if isinstance(value, float):
+        return math.log(value)
+    from verispec.core.certified import CertifiedReal
+
+    return CertifiedReal.log(value)
 
 
 def softmax(row: Row) -> list[Any]:

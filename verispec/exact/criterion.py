@@ -28,8 +28,11 @@ from verispec.core.certified import sign
 from verispec.core.random import Random
 from verispec.errors import UsageError
 from verispec.exact.executor import DEFAULT_MAX_LEAVES, output_law
-from verispec.verifiers.instance import ChainInstance, run_round
-from verispec.verifiers.registry import ChainVerifier
+from verispec.verifiers.instance import ChainInstance
+from verispec.verifiers.registry import Verifier
+from verispec.verifiers.trees import TreeInstance
+
+Instance = ChainInstance | TreeInstance
 
 __all__ = [
     "Discrepancy",
@@ -82,7 +85,7 @@ class RoundCheck:
     """The result of checking one round of one verifier on one instance."""
 
     verifier: str
-    instance: ChainInstance
+    instance: Instance
     law: dict[Block, Any]
     tv_distance: Any
     discrepancies: tuple[Discrepancy, ...]
@@ -113,18 +116,17 @@ class RoundCheck:
 
 
 def round_law(
-    entry: ChainVerifier, instance: ChainInstance, *, max_leaves: int = DEFAULT_MAX_LEAVES
+    entry: Verifier, instance: Instance, *, max_leaves: int = DEFAULT_MAX_LEAVES
 ) -> dict[Block, Any]:
     """The exact law of the block one round of ``entry`` commits on ``instance``."""
-    verify, draft = entry.verify, entry.draft
 
     def one_round(rand: Random) -> Hashable:
-        return run_round(verify, draft, instance, rand)
+        return entry.round(instance, rand)  # type: ignore[arg-type]
 
     return output_law(one_round, max_leaves=max_leaves)  # type: ignore[return-value]
 
 
-def _walk(instance: ChainInstance, law: dict[Block, Any], length: int) -> Iterator[tuple[Block, Any, Any]]:
+def _walk(instance: Instance, law: dict[Block, Any], length: int) -> Iterator[tuple[Block, Any, Any]]:
     """Yield ``(s, F(s), p(s))`` for every length-``length`` sequence with mass on either side."""
     vocab = instance.vocab_size
     zero = Fraction(0)
@@ -143,28 +145,25 @@ def _walk(instance: ChainInstance, law: dict[Block, Any], length: int) -> Iterat
                 stack.append((s, f, p))
 
 
-def expected_accepted(entry: ChainVerifier, instance: ChainInstance) -> Any:
-    """``E[accepted]`` by the tail-sum identity and ``entry``'s closed-form acceptance profile.
+def expected_accepted(entry: Verifier, instance: Instance) -> Any:
+    """``E[accepted]`` from ``entry``'s closed-form acceptance profile, averaged over the drafts.
 
-    ``None`` if the verifier declares no acceptance profile.
+    Chains use the tail-sum identity ``E[K] = sum_i Pr(K >= i)``; trees the sum over nodes of
+    the probability that the node is accepted. ``None`` if no profile is declared.
     """
-    acceptance, draft, gamma = entry.acceptance, entry.draft, instance.gamma
-    if acceptance is None:
+    if entry.acceptance is None:
         return None
 
     def given_drafts(rand: Random) -> Hashable:
-        tokens, draft_rows = draft(instance, rand)
-        target_rows = [instance.target_probs(tuple(tokens[:i])) for i in range(gamma + 1)]
-        tail = sum((acceptance(target_rows, draft_rows, tokens, i) for i in range(1, gamma + 1)), Fraction(0))
-        return tuple(tokens), tail
+        return entry.accepted_given_drafts(instance, rand)  # type: ignore[arg-type]
 
     law = output_law(given_drafts)
     return sum((w * key[1] for key, w in law.items()), Fraction(0))  # type: ignore[index]
 
 
 def check_round(
-    entry: ChainVerifier,
-    instance: ChainInstance,
+    entry: Verifier,
+    instance: Instance,
     *,
     keep: int = 6,
     max_leaves: int = DEFAULT_MAX_LEAVES,
@@ -186,7 +185,7 @@ def check_round(
     )
 
 
-def target_law(instance: ChainInstance, length: int) -> dict[Block, Fraction]:
+def target_law(instance: Instance, length: int) -> dict[Block, Fraction]:
     """The target's exact law of the next ``length`` tokens after the instance's context."""
     out: dict[Block, Fraction] = {}
     stack: list[tuple[Block, Fraction]] = [((), Fraction(1))]
@@ -207,7 +206,7 @@ class MultiRoundCheck:
     """The law of the first ``n_tokens`` committed tokens against the target's."""
 
     verifier: str
-    instance: ChainInstance
+    instance: Instance
     n_tokens: int
     tv_distance: Any
     discrepancies: tuple[Discrepancy, ...]
@@ -219,8 +218,8 @@ class MultiRoundCheck:
 
 
 def check_multi_round(
-    entry: ChainVerifier,
-    instance: ChainInstance,
+    entry: Verifier,
+    instance: Instance,
     n_tokens: int,
     *,
     keep: int = 6,

@@ -18,8 +18,15 @@ from verispec.core.transforms import SamplingConfig
 from verispec.exact.criterion import check_round
 from verispec.verifiers import registry
 from verispec.verifiers.instance import ChainInstance
+from verispec.verifiers.trees import TreeInstance
 
-__all__ = ["LengthRow", "length_table", "reference_instances"]
+__all__ = [
+    "LengthRow",
+    "length_table",
+    "reference_instances",
+    "reference_tree_instances",
+    "tree_length_table",
+]
 
 
 def reference_instances() -> list[tuple[str, ChainInstance]]:
@@ -62,11 +69,42 @@ class LengthRow:
         }
 
 
+def reference_tree_instances() -> list[tuple[str, TreeInstance]]:
+    """Named tree instances (each verifier is run under the first law it is meant for)."""
+    pair = (RandomRationalModel(3, seed=2026), RandomRationalModel(3, seed=2027))
+    return [
+        ("random rational V=3, tree [2, 1]", TreeInstance(*pair, (2, 1), "iid")),
+        ("random rational V=3, tree [3, 1]", TreeInstance(*pair, (3, 1), "iid")),
+    ]
+
+
+def tree_length_table() -> list[LengthRow]:
+    """``E[K]`` of every exact tree verifier, under its first law, on the reference trees."""
+    rows = []
+    for label, base in reference_tree_instances():
+        for entry in registry.verifiers("exact", family="tree"):
+            assert isinstance(entry, registry.TreeVerifier)
+            law = entry.laws[0]
+            config = entry.settings[0]
+            inst = TreeInstance(base.target, base.draft, base.shape, law, config)
+            check = check_round(entry, inst)
+            rows.append(
+                LengthRow(
+                    entry.name,
+                    f"{label}, law {law}" + (f", {config.describe()}" if not config.is_identity else ""),
+                    check.expected_tokens - 1,
+                    check.predicted_accepted,
+                    check.exact,
+                )
+            )
+    return rows
+
+
 def length_table() -> list[LengthRow]:
     """``E[K]`` of every exact verifier on every reference instance (greedy under T=0)."""
     rows = []
     for label, instance in reference_instances():
-        for entry in registry.verifiers("exact"):
+        for entry in registry.verifiers("exact", family="chain"):
             inst = instance
             if entry.settings and all(s.is_greedy for s in entry.settings):
                 inst = ChainInstance(
@@ -81,4 +119,4 @@ def length_table() -> list[LengthRow]:
                     entry.name, label_here, check.expected_tokens - 1, check.predicted_accepted, check.exact
                 )
             )
-    return rows
+    return rows + tree_length_table()

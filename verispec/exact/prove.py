@@ -21,17 +21,23 @@ verdict is ``unknown`` (and the run fails: a control that is not caught is a def
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from verispec.errors import NonConformance, UsageError
 from verispec.exact.criterion import check_multi_round, check_round
-from verispec.exact.search import counterexample_from, find_counterexample, random_instances
+from verispec.exact.search import (
+    counterexample_from,
+    find_counterexample,
+    random_instances,
+    random_tree_instances,
+)
 from verispec.exact.symbolic import TheoremResult, theorems_for
 from verispec.verifiers import registry
+from verispec.verifiers.trees import LAWS
 
-__all__ = ["ProveBudget", "ProveResult", "prove", "prove_one"]
+__all__ = ["ProveBudget", "ProveResult", "law_matrix", "prove", "prove_one"]
 
 
 @dataclass(frozen=True)
@@ -43,10 +49,21 @@ class ProveBudget:
     multi_round_tokens: int = 5
     search_examples: int = 300
     control_search_examples: int = 3000
+    tree_instances: int = 400
+    tree_multi_round_instances: int = 100
+    matrix_instances: int = 40
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("instances", "multi_round_instances", "search_examples", "control_search_examples"):
+        for name in (
+            "instances",
+            "multi_round_instances",
+            "search_examples",
+            "control_search_examples",
+            "tree_instances",
+            "tree_multi_round_instances",
+            "matrix_instances",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise UsageError(f"{name}={value!r} must be a non-negative integer")
@@ -64,6 +81,9 @@ class ProveBudget:
             multi_round_tokens=3,
             search_examples=30,
             control_search_examples=3000,
+            tree_instances=40,
+            tree_multi_round_instances=10,
+            matrix_instances=12,
             seed=seed,
         )
 
@@ -74,6 +94,9 @@ class ProveBudget:
             "multi_round_tokens": self.multi_round_tokens,
             "search_examples": self.search_examples,
             "control_search_examples": self.control_search_examples,
+            "tree_instances": self.tree_instances,
+            "tree_multi_round_instances": self.tree_multi_round_instances,
+            "matrix_instances": self.matrix_instances,
             "seed": self.seed,
         }
 
@@ -97,6 +120,8 @@ class ProveResult:
     counterexample_text: str | None = None
     tv_distance: str | None = None
     theorems: list[dict[str, Any]] = field(default_factory=list)
+    family: str = "chain"
+    laws: dict[str, dict[str, Any]] | None = None
 
     @property
     def expected_verdict(self) -> str:
@@ -118,7 +143,10 @@ class ProveResult:
             "seconds": round(self.seconds, 3),
             "summary": self.summary,
             "source": self.source,
+            "family": self.family,
         }
+        if self.laws is not None:
+            out["laws"] = self.laws
         if self.proof is not None:
             out["proof"] = self.proof
         if self.scope is not None:
@@ -135,138 +163,196 @@ class ProveResult:
         return out
 
 
-def _vocab_range(values: Sequence[int]) -> str:
-    return f"{min(values)}..{max(values)}" if len(set(values)) > 1 else str(values[0])
+@dataclass(frozen=True)
+class _Campaign:
+    """One candidate law's worth of evidence: round instances, multi-round instances, search."""
+
+    label: str
+    instances: Iterable[Any]
+    multi_round: Iterable[Any]
+    law: str | None
+    describe: str
 
 
-def _prove_exact(entry: registry.ChainVerifier, budget: ProveBudget) -> ProveResult:
-    start = time.perf_counter()
-    base = ProveResult(entry.name, entry.kind, "unknown", 0, 0.0, entry.summary, entry.source)
-    vocab_sizes, gammas = (2, 3, 4), (1, 2, 3)
-
-    def refuted(result: ProveResult, check: Any, note: str) -> ProveResult:
-        cx = find_counterexample(entry, max_examples=max(budget.search_examples, 200)) or counterexample_from(
-            entry, check
+def _campaigns(entry: registry.Verifier, budget: ProveBudget) -> list[_Campaign]:
+    settings = "; ".join(s.describe() for s in entry.settings)
+    if isinstance(entry, registry.TreeVerifier):
+        return [
+            _Campaign(
+                law,
+                random_tree_instances(law, entry.settings, budget.tree_instances, seed=budget.seed),
+                random_tree_instances(
+                    law,
+                    entry.settings,
+                    budget.tree_multi_round_instances,
+                    seed=budget.seed + 1,
+                    shapes=((2,), (3,), (1, 1), (1, 2)),
+                ),
+                law,
+                f"law {law}: V 2..3, shapes [2] [3] [1,2] [2,1] [1,1,1] [2,2]",
+            )
+            for law in entry.laws
+        ]
+    return [
+        _Campaign(
+            "chain",
+            random_instances(entry.settings, budget.instances, seed=budget.seed),
+            random_instances(
+                entry.settings,
+                budget.multi_round_instances,
+                seed=budget.seed + 1,
+                vocab_sizes=(2, 3),
+                gammas=(1, 2, 3),
+            ),
+            None,
+            f"V 2..4, gamma 1..3, settings: {settings}",
         )
+    ]
+
+
+def _prove_exact(entry: registry.Verifier, budget: ProveBudget) -> ProveResult:
+    start = time.perf_counter()
+    base = ProveResult(
+        entry.name, entry.kind, "unknown", 0, 0.0, entry.summary, entry.source, family=entry.family
+    )
+    checked = multi = 0
+
+    def done(**changes: Any) -> ProveResult:
         return replace(
-            result,
+            base,
+            instances=checked,
+            multi_round_instances=multi,
+            seconds=time.perf_counter() - start,
+            **changes,
+        )
+
+    def refuted(note: str, cx: Any) -> ProveResult:
+        return done(
             verdict="refuted",
             reason=note,
             counterexample=cx.to_json(),
             counterexample_text=cx.format(),
             tv_distance=str(cx.tv_distance),
-            seconds=time.perf_counter() - start,
         )
 
-    checked = 0
-    for instance in random_instances(
-        entry.settings, budget.instances, seed=budget.seed, vocab_sizes=vocab_sizes, gammas=gammas
-    ):
-        try:
-            check = check_round(entry, instance)
-        except NonConformance as exc:
-            return replace(
-                base,
-                verdict="refuted",
-                instances=checked + 1,
-                reason=f"the verifier broke the round contract on {instance.describe()}: {exc}",
-                seconds=time.perf_counter() - start,
-            )
-        checked += 1
-        if not check.decided:
-            return replace(
-                base,
-                verdict="unknown",
-                instances=checked,
-                reason=f"certified arithmetic could not decide {instance.describe()}",
-                seconds=time.perf_counter() - start,
-            )
-        if not check.exact:
-            what = "round law" if not check.law_exact else "round accounting"
-            return refuted(replace(base, instances=checked), check, f"{what} differs from the target's")
-
-    multi = 0
-    for instance in random_instances(
-        entry.settings,
-        budget.multi_round_instances,
-        seed=budget.seed + 1,
-        vocab_sizes=(2, 3),
-        gammas=(1, 2, 3),
-    ):
-        mr = check_multi_round(entry, instance, budget.multi_round_tokens)
-        multi += 1
-        if not mr.exact:
-            worst = mr.discrepancies[0] if mr.discrepancies else None
-            return replace(
-                base,
-                verdict="refuted",
-                instances=checked,
-                multi_round_instances=multi,
-                reason=(
-                    f"the law of the first {budget.multi_round_tokens} tokens differs from the "
-                    f"target's (TV {float(mr.tv_distance):.6g}) on {instance.describe()}"
-                    + (f"; e.g. {list(worst.sequence)}: {worst.output} vs {worst.target}" if worst else "")
-                ),
-                tv_distance=str(mr.tv_distance),
-                seconds=time.perf_counter() - start,
-            )
-
-    if budget.search_examples:
-        cx = find_counterexample(entry, max_examples=budget.search_examples)
-        if cx is not None:
-            return replace(
-                base,
-                verdict="refuted",
-                instances=checked,
-                multi_round_instances=multi,
-                reason=f"adversarial search: {cx.kind} differs",
-                counterexample=cx.to_json(),
-                counterexample_text=cx.format(),
-                tv_distance=str(cx.tv_distance),
-                seconds=time.perf_counter() - start,
-            )
+    scopes = []
+    for campaign in _campaigns(entry, budget):
+        here = 0
+        for instance in campaign.instances:
+            try:
+                check = check_round(entry, instance)
+            except NonConformance as exc:
+                checked += 1
+                return done(
+                    verdict="refuted",
+                    reason=f"the verifier broke the round contract on {instance.describe()}: {exc}",
+                )
+            checked += 1
+            here += 1
+            if not check.decided:
+                return done(
+                    verdict="unknown", reason=f"certified arithmetic could not decide {instance.describe()}"
+                )
+            if not check.exact:
+                what = "round law" if not check.law_exact else "round accounting"
+                shrunk = find_counterexample(
+                    entry, max_examples=max(budget.search_examples, 200), law=campaign.law
+                )
+                return refuted(
+                    f"{what} differs from the target's", shrunk or counterexample_from(entry, check)
+                )
+        multi_here = 0
+        for instance in campaign.multi_round:
+            mr = check_multi_round(entry, instance, budget.multi_round_tokens)
+            multi += 1
+            multi_here += 1
+            if not mr.exact:
+                worst = mr.discrepancies[0] if mr.discrepancies else None
+                return done(
+                    verdict="refuted",
+                    reason=(
+                        f"the law of the first {budget.multi_round_tokens} tokens differs from the "
+                        f"target's (TV {float(mr.tv_distance):.6g}) on {instance.describe()}"
+                        + (
+                            f"; e.g. {list(worst.sequence)}: {worst.output} vs {worst.target}"
+                            if worst
+                            else ""
+                        )
+                    ),
+                    tv_distance=str(mr.tv_distance),
+                )
+        if budget.search_examples:
+            cx = find_counterexample(entry, max_examples=budget.search_examples, law=campaign.law)
+            if cx is not None:
+                return refuted(f"adversarial search: {cx.kind} differs", cx)
+        scopes.append(
+            f"{here} round instances ({campaign.describe}), the first {budget.multi_round_tokens} "
+            f"tokens on {multi_here} multi-round instances, {budget.search_examples} adversarial examples"
+        )
 
     theorems: list[TheoremResult] = [t() for t in theorems_for(entry.name)]
     theorem_json = [t.to_json() for t in theorems]
     if any(not t.verdict.passed for t in theorems):
         failed = [t.name for t in theorems if not t.verdict.passed]
-        return replace(
-            base,
+        return done(
             verdict="unknown",
-            instances=checked,
-            multi_round_instances=multi,
             reason=f"symbolic theorem(s) not proved: {', '.join(failed)}",
             theorems=theorem_json,
-            seconds=time.perf_counter() - start,
         )
-
-    settings = "; ".join(s.describe() for s in entry.settings)
-    scope = (
-        f"round exactness and accounting on {checked} random instances (V {_vocab_range(vocab_sizes)}, "
-        f"gamma {_vocab_range(gammas)}, settings: {settings}); law of the first "
-        f"{budget.multi_round_tokens} tokens on {multi} multi-round instances (V 2..3, gamma 1..3); "
-        f"no counterexample "
-        f"in {budget.search_examples} adversarial examples"
-    )
-    any_vocab = any(t.general for t in theorems)
+    scope = "round exactness and accounting: " + "; ".join(scopes)
     if theorems:
         scope += "; symbolic: " + "; ".join(f"{t.name} [{t.prover}]" for t in theorems)
-    return replace(
-        base,
+    matrix = law_matrix(entry, budget) if isinstance(entry, registry.TreeVerifier) else None
+    return done(
         verdict="proved",
-        instances=checked,
-        multi_round_instances=multi,
-        proof="symbolic" if any_vocab else "bounded",
+        proof="symbolic" if any(t.general for t in theorems) else "bounded",
         scope=scope,
         theorems=theorem_json,
-        seconds=time.perf_counter() - start,
+        laws=matrix,
     )
 
 
-def _refute_control(entry: registry.ChainVerifier, budget: ProveBudget) -> ProveResult:
+def law_matrix(entry: registry.TreeVerifier, budget: ProveBudget) -> dict[str, dict[str, Any]]:
+    """Where a tree verifier is exact: each candidate law checked on its own sweep.
+
+    Status is ``exact`` (no failure on the sweep), ``not exact`` (with the largest TV found
+    and the instance) or ``invalid`` (the verifier cannot even run: the declared law breaks
+    its contract, e.g. a zero-probability draft under the ``q`` it assumes).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for law in LAWS:
+        status, worst_tv, where, count, note = "exact", None, None, 0, None
+        for instance in random_tree_instances(
+            law, entry.settings, budget.matrix_instances, seed=budget.seed + 7
+        ):
+            count += 1
+            try:
+                check = check_round(entry, instance)
+            except NonConformance as exc:
+                status, note, worst_tv, where = "invalid", str(exc), None, instance.describe()
+                break
+            if not check.law_exact and check.decided:
+                status = "not exact"
+                tv = float(check.tv_distance)
+                if worst_tv is None or tv > worst_tv:
+                    worst_tv, where = tv, instance.describe()
+        out[law] = {
+            "status": status,
+            "meant_for": law in entry.laws,
+            "instances": count,
+            "max_tv": worst_tv,
+            "worst_instance": where,
+            **({"reason": note} if note else {}),
+        }
+    return out
+
+
+def _refute_control(entry: registry.Verifier, budget: ProveBudget) -> ProveResult:
     start = time.perf_counter()
     cx = find_counterexample(entry, max_examples=budget.control_search_examples)
-    base = ProveResult(entry.name, entry.kind, "unknown", 0, 0.0, entry.summary, entry.source)
+    base = ProveResult(
+        entry.name, entry.kind, "unknown", 0, 0.0, entry.summary, entry.source, family=entry.family
+    )
     if cx is None:
         return replace(
             base,

@@ -18,14 +18,16 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from verispec.core.certified import UndecidedComparison
 from verispec.core.models import RandomRationalModel
 from verispec.core.transforms import SamplingConfig
 from verispec.errors import NonConformance, UsageError
-from verispec.exact.criterion import RoundCheck, check_round
+from verispec.exact.criterion import Instance, RoundCheck, check_round
 from verispec.verifiers.instance import ChainInstance
-from verispec.verifiers.registry import ChainVerifier
+from verispec.verifiers.registry import TreeVerifier, Verifier
+from verispec.verifiers.trees import TreeInstance
 
-__all__ = ["Counterexample", "find_counterexample", "random_instances"]
+__all__ = ["Counterexample", "find_counterexample", "random_instances", "random_tree_instances"]
 
 
 def random_instances(
@@ -58,7 +60,43 @@ def random_instances(
         yield ChainInstance(models[0], models[1], gamma, settings[k % len(settings)])
 
 
-def _rows_of(instance: ChainInstance, which: str, depth: int, limit: int = 64) -> dict[str, list[str]]:
+def random_tree_instances(
+    law: str,
+    settings: Sequence[SamplingConfig],
+    count: int,
+    *,
+    seed: int,
+    vocab_sizes: Sequence[int] = (2, 3),
+    shapes: Sequence[tuple[int, ...]] = ((2,), (3,), (1, 2), (2, 1), (1, 1, 1), (2, 2)),
+    zero_prob: float = 0.3,
+) -> Iterator[TreeInstance]:
+    """``count`` seeded random tree instances of one candidate law, cycling ``settings``.
+
+    ``(2, 2)`` trees are drawn only with ``V = 2`` under the enumerating laws (i.i.d. and
+    multi drafts make ``V**6`` trees), to keep a sweep within its time budget.
+    """
+    if count < 0:
+        raise UsageError(f"count={count} must be >= 0")
+    rng = _random.Random(f"verispec-tree-sweep:{law}:{seed}")
+    for k in range(count):
+        vocab = rng.choice(list(vocab_sizes))
+        shape = rng.choice(list(shapes))
+        if shape == (2, 2) and law in ("iid", "multi", "adaptive-iid"):
+            vocab = min(vocab_sizes)
+        context_free = rng.random() < 0.25
+
+        n_models = 2 + (max(shape) - 1 if law == "multi" else 0)
+        models = [
+            RandomRationalModel(
+                vocab, seed=rng.getrandbits(48), zero_prob=zero_prob, context_free=context_free
+            )
+            for _ in range(n_models)
+        ]
+        target, draft, extra = models[0], models[1], tuple(models[2:])
+        yield TreeInstance(target, draft, shape, law, settings[k % len(settings)], drafts=extra)
+
+
+def _rows_of(instance: Instance, which: str, depth: int, limit: int = 64) -> dict[str, list[str]]:
     """The rows of a model on every prefix of length <= depth (at most ``limit`` of them)."""
     raw = instance.target if which == "target" else instance.draft
     rows: dict[str, list[str]] = {}
@@ -90,7 +128,7 @@ class Counterexample:
     check: RoundCheck
 
     @property
-    def instance(self) -> ChainInstance:
+    def instance(self) -> Any:
         return self.check.instance
 
     @property
@@ -115,11 +153,13 @@ class Counterexample:
     def to_json(self) -> dict[str, Any]:
         inst = self.instance
         out, target = self.first_token_laws()
+        tree = {"shape": list(inst.shape), "law": inst.law} if isinstance(inst, TreeInstance) else {}
         return {
             "verifier": self.verifier,
             "kind": self.kind,
             "vocab_size": inst.vocab_size,
             "gamma": inst.gamma,
+            **tree,
             "sampling": inst.config.to_json(),
             "context": list(inst.context),
             "models": self.model_rows(),
@@ -140,9 +180,14 @@ class Counterexample:
     def format(self) -> str:
         """A human-readable account: instance, exact laws, TV distance."""
         inst = self.instance
+        where = (
+            f"tree shape={list(inst.shape)} (children per depth) law={inst.law}"
+            if isinstance(inst, TreeInstance)
+            else f"gamma={inst.gamma}"
+        )
         lines = [
             f"counterexample for {self.verifier!r} ({self.kind}):",
-            f"  V={inst.vocab_size} gamma={inst.gamma} sampling: {inst.config.describe()}"
+            f"  V={inst.vocab_size} {where} sampling: {inst.config.describe()}"
             + (f" context={list(inst.context)}" if inst.context else ""),
         ]
         rows = self.model_rows()
@@ -174,39 +219,48 @@ class Counterexample:
         return "\n".join(lines)
 
 
-def _failure(entry: ChainVerifier, instance: ChainInstance) -> RoundCheck | None:
+def _failure(entry: Verifier, instance: Instance) -> RoundCheck | None:
     try:
         check = check_round(entry, instance)
-    except NonConformance:
+    except (NonConformance, UndecidedComparison):
         return None
     return None if check.exact or not check.decided else check
 
 
-def counterexample_from(entry: ChainVerifier, check: RoundCheck) -> Counterexample:
+def counterexample_from(entry: Verifier, check: RoundCheck) -> Counterexample:
     kind = "law" if not check.law_exact else "accounting"
     return Counterexample(entry.name, kind, check)
 
 
 def find_counterexample(
-    entry: ChainVerifier,
+    entry: Verifier,
     *,
     max_examples: int = 2000,
-    max_vocab: int = 4,
+    max_vocab: int | None = None,
     max_gamma: int = 3,
+    law: str | None = None,
 ) -> Counterexample | None:
     """Search for an instance on which ``entry`` is not round-exact, and shrink it.
 
+    Chain verifiers are searched over :func:`verispec.strategies.chain_instances` (V up to
+    ``max_vocab``, default 4); tree verifiers over :func:`verispec.strategies.tree_instances`
+    for ``law`` (default: the first law the verifier is registered with; V up to 3).
     Returns ``None`` if ``max_examples`` random instances all pass. The search is
     derandomized: the same verifier and budget give the same counterexample.
     """
     from hypothesis import HealthCheck, find, settings
     from hypothesis.errors import NoSuchExample
 
-    from verispec.strategies import chain_instances
+    from verispec.strategies import chain_instances, tree_instances
 
     if max_examples < 1:
         return None
-    strategy = chain_instances(max_vocab=max_vocab, max_gamma=max_gamma, settings=entry.settings)
+    if isinstance(entry, TreeVerifier):
+        strategy: Any = tree_instances(
+            law or entry.laws[0], max_vocab=max_vocab or 3, settings=entry.settings
+        )
+    else:
+        strategy = chain_instances(max_vocab=max_vocab or 4, max_gamma=max_gamma, settings=entry.settings)
     config = settings(
         max_examples=max_examples,
         database=None,

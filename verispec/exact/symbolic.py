@@ -36,6 +36,7 @@ __all__ = [
     "TheoremResult",
     "geometric_identity",
     "point_mass_lemma",
+    "rrs_node_lemma",
     "tail_sum_identity",
     "theorems_for",
     "token_level_case_split",
@@ -246,6 +247,61 @@ def point_mass_lemma() -> TheoremResult:
     return _timed("point-mass lemma (any V)", statement, "sympy", body, general=True)
 
 
+def rrs_node_lemma() -> TheoremResult:
+    """Recursive rejection at one tree node outputs the target law, with or without replacement."""
+    statement = (
+        "At a tree node with target P and m candidates, recursive rejection sampling (try the "
+        "j-th candidate with min(1, P_j(x)/q_j(x)), P_{j+1} = norm([P_j - q_j]_+), emit a sample "
+        "of P_{m+1} if all are rejected) outputs y with probability P(y) for any vocabulary size "
+        "and any m, whenever q_j is the law of the j-th candidate given the earlier ones: with "
+        "replacement (q_j = q), without replacement (q_j = q without the earlier tokens, "
+        "renormalised) and for point masses (q_j = delta). Induction on m: m = 0 emits a sample of "
+        "P; for m >= 1, averaging over the first candidate a ~ q_1, the node outputs "
+        "q_1(y) min(1, P(y)/q_1(y)) + P'(y) sum_a q_1(a) (1 - min(1, P(a)/q_1(a))) with P' the law "
+        "the remaining m - 1 candidates output (P' = norm([P - q_1]_+) by the induction hypothesis, "
+        "whatever a was), and this equals P(y)."
+    )
+
+    def body() -> Verdict:
+        import sympy as sp
+
+        i, n = sp.symbols("i n", integer=True, positive=True)
+        pv, qv = sp.IndexedBase("P"), sp.IndexedBase("q")
+        # (a) q * min(1, P/q) == min(P, q) for q > 0, split on the sign of P - q
+        q = sp.Symbol("q", positive=True)
+        d = sp.Symbol("d", nonnegative=True)
+        e = sp.Symbol("e", positive=True)
+        for big_p in (q + d, q - e):  # P >= q, P < q (with P = q - e >= 0 implicit)
+            if sp.simplify(q * sp.Min(1, big_p / q) - sp.Min(big_p, q)) != 0:
+                return Unknown(f"q min(1, P/q) != min(P, q) at P = {big_p}")
+        # (b) the rejection mass sum_a q(a) (1 - min(1, P(a)/q(a))) == 1 - beta == R
+        rejection = sp.Sum(qv[i] - sp.Min(pv[i], qv[i]), (i, 1, n)).expand()
+        beta = sp.Symbol("beta")
+        rejection = rejection.subs(sp.Sum(qv[i], (i, 1, n)), 1).subs(
+            sp.Sum(-sp.Min(pv[i], qv[i]), (i, 1, n)), -beta
+        )
+        residual_mass = sp.Sum(pv[i] - sp.Min(pv[i], qv[i]), (i, 1, n)).expand()
+        residual_mass = residual_mass.subs(sp.Sum(pv[i], (i, 1, n)), 1).subs(
+            sp.Sum(-sp.Min(pv[i], qv[i]), (i, 1, n)), -beta
+        )
+        if sp.simplify(rejection - residual_mass) != 0:
+            return Unknown(f"rejection mass {rejection} differs from the residual mass {residual_mass}")
+        # (c) the induction step: min(P, q) + R * [P - q]_+ / R == P (both signs of P - q)
+        r = sp.Symbol("R", positive=True)
+        p_sym = sp.Symbol("P", nonnegative=True)
+        for q_case in (p_sym - d, p_sym + e):
+            out = sp.Min(p_sym, q_case) + r * sp.Max(p_sym - q_case, 0) / r
+            if sp.simplify(out - p_sym) != 0:
+                return Unknown(f"induction step gives {out}, not P")
+        # (d) point masses: q_j = delta_x gives min(P(x), 1) = P(x) and [P - delta_x]_+ = P without x
+        f = sp.Symbol("f", nonnegative=True)  # P(x) = 1 - f <= 1
+        if sp.simplify(sp.Min(1 - f, 1) - (1 - f)) != 0:
+            return Unknown("point-mass acceptance min(P(x), 1) is not P(x)")
+        return Proved("any vocabulary size and any number of siblings (induction), sympy")
+
+    return _timed("recursive rejection node lemma (any V, any m)", statement, "sympy", body, general=True)
+
+
 def geometric_identity() -> TheoremResult:
     """Expected tokens per round under i.i.d. acceptance ``alpha``: ``(1 - alpha^(g+1)) / (1 - alpha)``."""
     statement = (
@@ -309,6 +365,9 @@ _BY_VERIFIER: dict[str, list[Callable[[], TheoremResult]]] = {
         *[(lambda v=v: token_level_z3(v)) for v in Z3_VOCABS],
     ],
     "point-mass": [point_mass_lemma],
+    "mss": [rrs_node_lemma],
+    "rrs-without-replacement": [rrs_node_lemma],
+    "point-mass-tree": [rrs_node_lemma, point_mass_lemma],
 }
 _GENERAL: list[Callable[[], TheoremResult]] = [geometric_identity, tail_sum_identity]
 

@@ -47,6 +47,25 @@ def _prove(records: list[dict[str, Any]]) -> str:
             ["verifier", "kind", "verdict", "proof", "instances", "multi-round", "TV", "time", "source"], rows
         )
     )
+    trees = [r for r in records if r.get("laws")]
+    if trees:
+        laws = list(trees[0]["laws"])
+        out += ["", "### Tree verifiers: exactness by candidate law", ""]
+        out.append(
+            "Each exact tree verifier run on a sweep of every candidate law: `exact`, `not exact` "
+            "(largest TV found) or `invalid` (the law breaks the verifier's contract). Bold marks "
+            "the laws it is meant for."
+        )
+        out.append("")
+        matrix_rows = []
+        for r in trees:
+            cells = []
+            for law in laws:
+                cell = r["laws"][law]
+                text = cell["status"] + (f" (TV {cell['max_tv']:.3f})" if cell.get("max_tv") else "")
+                cells.append(f"**{text}**" if cell["meant_for"] else text)
+            matrix_rows.append([r["name"], *cells])
+        out.append(table(["verifier", *laws], matrix_rows))
     for r in records:
         if r.get("counterexample_text") or r.get("reason"):
             out += ["", f"### {r['name']} ({r['kind']}, {r['verdict']})", ""]
@@ -108,6 +127,30 @@ def _lengths(records: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def _optimum(records: list[dict[str, Any]]) -> str:
+    out = ["## One-node acceptance against the optimum", ""]
+    out.append(
+        "The probability that the first committed token is a draft, for a node with k children, "
+        "against alpha* = max over lossless couplings (closed form, checked by scipy's LP)."
+    )
+    out.append("")
+    rows = [
+        [
+            r["instance"],
+            r["law"],
+            r["k"],
+            r["verifier"],
+            r["acceptance"],
+            f"{r['acceptance_float']:.4f}",
+            r["optimum"],
+            f"{r['gap']:.4f}",
+        ]
+        for r in records
+    ]
+    out.append(table(["instance", "law", "k", "verifier", "acceptance", "≈", "alpha*", "gap"], rows))
+    return "\n".join(out)
+
+
 def _generic(name: str, records: list[dict[str, Any]]) -> str:
     out = [f"## {name}", ""]
     for r in records:
@@ -120,6 +163,7 @@ _RENDERERS: dict[str, Callable[[list[dict[str, Any]]], str]] = {
     "theorems": _theorems,
     "seeds": _seeds,
     "lengths": _lengths,
+    "optimum": _optimum,
 }
 
 

@@ -7,18 +7,23 @@ implements (for the tail-sum identity). Controls name their public source.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
 
+from verispec.core.random import Random
 from verispec.core.transforms import SamplingConfig
 from verispec.errors import UsageError, unknown_name
 from verispec.verifiers import chain, controls
-from verispec.verifiers.instance import DRAFTERS, Drafter, Verify
+from verispec.verifiers import tree_verifiers as tv
+from verispec.verifiers.instance import DRAFTERS, ChainInstance, Drafter, Verify, run_round
+from verispec.verifiers.trees import LAWS, DraftTree, TreeInstance, TreeVerify, draft_tree, run_tree_round
 
 __all__ = [
     "ChainVerifier",
+    "TreeVerifier",
+    "Verifier",
     "get",
     "names",
     "register",
@@ -99,6 +104,21 @@ class ChainVerifier:
     def draft(self) -> Drafter:
         return DRAFTERS[self.drafter]
 
+    def round(self, instance: ChainInstance, rand: Random) -> tuple[int, ...]:
+        """One round of this verifier with its drafter on ``instance``."""
+        return run_round(self.verify, self.draft, instance, rand)
+
+    def accepted_given_drafts(self, instance: ChainInstance, rand: Random) -> tuple[Hashable, Any]:
+        """Draw the drafts and return them with ``E[accepted | drafts]`` (tail-sum identity)."""
+        assert self.acceptance is not None
+        tokens, draft_rows = self.draft(instance, rand)
+        target_rows = [instance.target_probs(tuple(tokens[:i])) for i in range(instance.gamma + 1)]
+        tail = sum(
+            (self.acceptance(target_rows, draft_rows, tokens, i) for i in range(1, instance.gamma + 1)),
+            Fraction(0),
+        )
+        return tuple(tokens), tail
+
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -111,10 +131,59 @@ class ChainVerifier:
         }
 
 
-_REGISTRY: dict[str, ChainVerifier] = {}
+@dataclass(frozen=True)
+class TreeVerifier:
+    """A registered tree verifier (exact or control) and the candidate laws it is used with.
+
+    For an exact verifier ``laws`` are the laws it is meant for (where it must be proved);
+    for a control, the law under which it is wrong. ``acceptance(tree)`` optionally gives
+    ``E[accepted | tree]`` in closed form, enabling round accounting.
+    """
+
+    name: str
+    kind: Kind
+    verify: TreeVerify
+    laws: tuple[str, ...]
+    summary: str
+    source: str
+    tree_acceptance: Callable[[DraftTree], Any] | None = None
+    settings: tuple[SamplingConfig, ...] = STOCHASTIC_SETTINGS[:4]
+    family: str = field(default="tree")
+
+    def __post_init__(self) -> None:
+        for law in self.laws:
+            if law not in LAWS:
+                raise UsageError(f"laws contains {law!r}, not one of {', '.join(LAWS)}")
+
+    @property
+    def acceptance(self) -> Any:
+        return self.tree_acceptance
+
+    def round(self, instance: TreeInstance, rand: Random) -> tuple[int, ...]:
+        return run_tree_round(self.verify, instance, rand)
+
+    def accepted_given_drafts(self, instance: TreeInstance, rand: Random) -> tuple[Hashable, Any]:
+        assert self.tree_acceptance is not None
+        tree = draft_tree(instance, rand)
+        return (tree.tokens, tree.parents), self.tree_acceptance(tree)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "family": self.family,
+            "laws": list(self.laws),
+            "summary": self.summary,
+            "source": self.source,
+            "settings": [s.describe() for s in self.settings],
+        }
 
 
-def register(entry: ChainVerifier) -> ChainVerifier:
+Verifier = ChainVerifier | TreeVerifier
+_REGISTRY: dict[str, Verifier] = {}
+
+
+def register(entry: Verifier) -> Verifier:
     """Add a verifier to the registry; names are unique."""
     if entry.name in _REGISTRY:
         raise UsageError(f"name={entry.name!r} is already registered")
@@ -122,7 +191,7 @@ def register(entry: ChainVerifier) -> ChainVerifier:
     return entry
 
 
-def get(name: str) -> ChainVerifier:
+def get(name: str) -> Verifier:
     """The registered verifier called ``name``; unknown names suggest the closest ones."""
     try:
         return _REGISTRY[name]
@@ -130,13 +199,17 @@ def get(name: str) -> ChainVerifier:
         raise unknown_name("verifier", name, _REGISTRY) from None
 
 
-def names(kind: Kind | None = None) -> list[str]:
-    """Registered names in registration order, optionally only one kind."""
-    return [n for n, e in _REGISTRY.items() if kind is None or e.kind == kind]
+def names(kind: Kind | None = None, family: str | None = None) -> list[str]:
+    """Registered names in registration order, optionally one kind and one family."""
+    return [
+        n
+        for n, e in _REGISTRY.items()
+        if (kind is None or e.kind == kind) and (family is None or e.family == family)
+    ]
 
 
-def verifiers(kind: Kind | None = None) -> list[ChainVerifier]:
-    return [_REGISTRY[n] for n in names(kind)]
+def verifiers(kind: Kind | None = None, family: str | None = None) -> list[Verifier]:
+    return [_REGISTRY[n] for n in names(kind, family)]
 
 
 # ----------------------------------------------------------------------------- exact
@@ -308,5 +381,147 @@ register(
         "block verification with tau = first failing coin (top-down) instead of last passing",
         "verifiers.md section 2 pitfalls; Sun et al. 2025",
         block_acceptance,
+    )
+)
+
+# ------------------------------------------------------------------------ tree, exact
+
+TREE_GREEDY_SETTINGS = (SamplingConfig(temperature=Fraction(0)),)
+
+register(
+    TreeVerifier(
+        "mss",
+        "exact",
+        tv.mss,
+        ("iid", "multi"),
+        "SpecInfer multi-step speculative sampling: recursive rejection with replacement",
+        "Miao et al., SpecInfer, ASPLOS 2024, Algorithm 2 (VerifyStochastic)",
+    )
+)
+register(
+    TreeVerifier(
+        "rrs-without-replacement",
+        "exact",
+        tv.rrs_without_replacement,
+        ("wor",),
+        "recursive rejection without replacement: q_j conditions on the earlier siblings",
+        "Jeon et al., Recursive Speculative Decoding, arXiv 2402.14160; Sequoia SpecTree",
+    )
+)
+register(
+    TreeVerifier(
+        "point-mass-tree",
+        "exact",
+        tv.point_mass_tree,
+        ("det", "adaptive-det"),
+        "EAGLE verification of deterministic candidates: accept x with P(x), zero it on rejection",
+        "Li et al., EAGLE/EAGLE-2/EAGLE-3, evaluate_posterior",
+        tree_acceptance=tv.tree_match_acceptance,
+    )
+)
+register(
+    TreeVerifier(
+        "sample-and-match-tree",
+        "exact",
+        tv.sample_and_match_tree,
+        ("det", "iid"),
+        "one target sample per node; descend while it matches a child",
+        "SpecInfer naive sampling; FlexFlow traverse_verify_tree",
+        tree_acceptance=tv.tree_match_acceptance,
+    )
+)
+register(
+    TreeVerifier(
+        "traversal",
+        "exact",
+        tv.traversal,
+        ("wor",),
+        "traversal verification: leaf-to-root, p_alpha weights, residualised parents",
+        "Weng et al., Traversal Verification for Speculative Tree Decoding, NeurIPS 2025",
+    )
+)
+register(
+    TreeVerifier(
+        "k-seq",
+        "exact",
+        tv.k_seq,
+        ("iid",),
+        "SpecTr K-SEQ at each node with the smallest valid rho",
+        "Sun et al., SpecTr, NeurIPS 2023",
+    )
+)
+register(
+    TreeVerifier(
+        "greedy-tree",
+        "exact",
+        tv.greedy_tree,
+        ("det", "iid"),
+        "follow the child equal to the target argmax (temperature 0)",
+        "greedy contract; Medusa/EAGLE greedy tree verification",
+        tree_acceptance=tv.tree_match_acceptance,
+        settings=TREE_GREEDY_SETTINGS,
+    )
+)
+
+# --------------------------------------------------------------------- tree, controls
+
+register(
+    TreeVerifier(
+        "mss-without-replacement",
+        "control",
+        tv.mss,
+        ("wor",),
+        "MSS applied to children drawn without replacement (unchanged q)",
+        "verifiers.md section 3; Sequoia sampling_with_replacement uses replacement=False",
+    )
+)
+register(
+    TreeVerifier(
+        "mss-deterministic-softmax-q",
+        "control",
+        tv.mss,
+        ("det",),
+        "top-k children verified by MSS with the softmax q",
+        "Sequoia tests/specinfer_run.py; SafeAILab/EAGLE #329 misreading",
+    )
+)
+register(
+    TreeVerifier(
+        "mss-merged-duplicates",
+        "control",
+        tv.mss_merged_duplicates,
+        ("iid",),
+        "MSS on a trie that merged duplicate siblings (residual updated once)",
+        "verifiers.md section 3 (p=(0,1/3,2/3), q=(2/3,0,1/3) gives (0, 2/9, 7/9))",
+    )
+)
+register(
+    TreeVerifier(
+        "typical-acceptance",
+        "control",
+        tv.typical_acceptance,
+        ("det",),
+        "Medusa typical acceptance: a deterministic entropy threshold",
+        "FasterDecoding/Medusa get_typical_posterior_mask (Cai et al., ICML 2024)",
+    )
+)
+register(
+    TreeVerifier(
+        "best-of-rows",
+        "control",
+        tv.best_of_rows,
+        ("iid",),
+        "independently verified rows, the longest kept",
+        "Medusa nucleus/typical non-fast paths (verifiers.md section 8)",
+    )
+)
+register(
+    TreeVerifier(
+        "k-seq-rho-one",
+        "control",
+        tv.k_seq_rho_one,
+        ("iid",),
+        "K-SEQ with rho = 1 and k >= 2 (negative residual, clamped)",
+        "Sun et al., SpecTr, NeurIPS 2023: validity needs 1-(1-beta)^k <= rho beta",
     )
 )
