@@ -20,6 +20,7 @@ from verispec.stats.gof import pearson_test, pooled_cells
 from verispec.stats.plan import chi_square_sample_size, cohen_w
 from verispec.verifiers import registry
 from verispec.verifiers.instance import ChainInstance
+from verispec.verifiers.trees import TreeInstance
 
 #: Declared effect size (Cohen's w) the tests must detect.
 EFFECT_W = 0.3
@@ -38,9 +39,27 @@ def _design(law) -> tuple[int, list]:
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("name", registry.names("exact"))
+@pytest.mark.parametrize("name", registry.names("exact", "chain"))
 def test_sampled_blocks_follow_the_exact_law(name: str) -> None:
     entry, instance = registry.get(name), _instance(name)
+    law = round_law(entry, instance)
+    n, cells = _design(law)
+    result = pearson_test(sample_blocks(entry, instance, n, seed=SEED), law, cells)
+    assert result.pvalue > PER_TEST_ALPHA, (name, n, result)
+
+
+def _tree_instance(name: str) -> TreeInstance:
+    entry = registry.get(name)
+    config = SamplingConfig(temperature=0) if name == "greedy-tree" else SamplingConfig()
+    return TreeInstance(
+        RandomRationalModel(3, seed=1), RandomRationalModel(3, seed=2), (2, 1), entry.laws[0], config
+    )
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize("name", registry.names("exact", "tree"))
+def test_sampled_tree_blocks_follow_the_exact_law(name: str) -> None:
+    entry, instance = registry.get(name), _tree_instance(name)
     law = round_law(entry, instance)
     n, cells = _design(law)
     result = pearson_test(sample_blocks(entry, instance, n, seed=SEED), law, cells)

@@ -149,8 +149,31 @@ class TestRegistry:
             registry.get("token_level")
 
     def test_the_issue_names_are_registered(self) -> None:
-        assert registry.names("exact") == ["token-level", "greedy", "point-mass", "sample-and-match", "block"]
-        assert set(registry.names("control")) == {
+        assert registry.names("exact", "chain") == [
+            "token-level",
+            "greedy",
+            "point-mass",
+            "sample-and-match",
+            "block",
+        ]
+        assert registry.names("exact", "tree") == [
+            "mss",
+            "rrs-without-replacement",
+            "point-mass-tree",
+            "sample-and-match-tree",
+            "traversal",
+            "k-seq",
+            "greedy-tree",
+        ]
+        assert set(registry.names("control", "tree")) == {
+            "mss-without-replacement",
+            "mss-deterministic-softmax-q",
+            "mss-merged-duplicates",
+            "typical-acceptance",
+            "best-of-rows",
+            "k-seq-rho-one",
+        }
+        assert set(registry.names("control", "chain")) == {
             "resample-target",
             "softmax-residual",
             "greedy-draft-softmax-q",
