@@ -50,6 +50,5 @@ def test_wrong_pairings() -> None:
 if __name__ == "__main__":
     test_acceptances_and_optimum()
     test_wrong_pairings()
-    print(
-        "MSS 13/18, K-SEQ 3/4 (rho* = 3/2), alpha* = 29/36; (1/3, 0, 2/3); (0, 0, 1); (0, 2/9, 7/9): reproduced"
-    )
+    print("MSS 13/18, K-SEQ 3/4 (rho* = 3/2), alpha* = 29/36; (1/3, 0, 2/3); (0, 0, 1); (0, 2/9, 7/9)")
+    print("reproduced")
