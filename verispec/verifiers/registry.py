@@ -2,7 +2,9 @@
 
 A registered chain verifier is a verify function plus the drafter it is used with, the
 sampling settings its claim is about, and the acceptance profile of the algorithm it
-implements (for the tail-sum identity). Controls name their public source.
+implements (for the tail-sum identity). A registered tree verifier is a verify function
+plus the candidate laws it is used with. Controls name their public source. Names are
+unique across both families.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
 
+from verispec.core.ops import argmax
 from verispec.core.random import Random
 from verispec.core.transforms import SamplingConfig
 from verispec.errors import UsageError, unknown_name
@@ -52,9 +55,7 @@ def _product_acceptance(per_position: Callable[[Sequence[Any], Sequence[Any], in
 token_level_acceptance = _product_acceptance(chain.acceptance_ratio)
 #: Point-mass verification and sample-and-match both accept draft ``x`` with probability ``p(x)``.
 match_acceptance = _product_acceptance(lambda p, q, x: p[x])
-greedy_acceptance = _product_acceptance(
-    lambda p, q, x: Fraction(int(x == max(range(len(p)), key=lambda t: (p[t], -t))))
-)
+greedy_acceptance = _product_acceptance(lambda p, q, x: Fraction(int(x == argmax(p))))
 
 
 def block_acceptance(target_rows: Any, draft_rows: Any, drafts: Sequence[int], i: int) -> Any:
