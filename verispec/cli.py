@@ -93,6 +93,57 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_budget_options(prove)
 
+    smt = sub.add_parser(
+        "smt",
+        help="prove index arithmetic (masks, positions, crops, trees) with z3",
+        description="Check the conventions catalog: every mask, position, crop, draft-sync, paged-cache "
+        "and tree convention proved for all sizes or refuted with a concrete case. With an "
+        "audit option, check your own function instead (it runs in a subprocess with a "
+        "time limit).",
+    )
+    smt.add_argument("names", nargs="*", metavar="NAME", help="catalog entries to check (default: all)")
+    smt.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+    smt.add_argument("--list", action="store_true", help="list the catalog and the obligations and exit")
+    smt.add_argument(
+        "--write-certificates",
+        nargs="?",
+        const="proofs/smt",
+        metavar="DIR",
+        help="write one SMT-LIB2 file per query (default folder: proofs/smt)",
+    )
+    smt.add_argument(
+        "--check-certificates",
+        nargs="?",
+        const="proofs/smt",
+        metavar="DIR",
+        help="replay the certificates in DIR and check they are current",
+    )
+    for option in ("visible", "crop", "draft-sync", "positions", "tree-visible"):
+        smt.add_argument(
+            f"--{option}",
+            metavar="MODULE:FUNCTION",
+            help=f"audit your own {option.replace('-', ' ')} function (see docs/reference/smt.md)",
+        )
+    smt.add_argument(
+        "--audit",
+        action="append",
+        default=[],
+        metavar="OBLIGATION=MODULE:FUNCTION",
+        help="audit a function against any obligation (repeatable)",
+    )
+    smt.add_argument(
+        "--timeout",
+        type=_int_at_least("--timeout", 1),
+        default=120,
+        help="time limit in seconds for each audited function (default 120)",
+    )
+    smt.add_argument(
+        "--solver-timeout",
+        type=_int_at_least("--solver-timeout", 1),
+        default=20_000,
+        help="z3 timeout per query in milliseconds (default 20000)",
+    )
+
     check = sub.add_parser(
         "check",
         help="run everything on built-in defaults and write a report folder",
@@ -190,6 +241,107 @@ def cmd_prove(args: argparse.Namespace) -> ExitCode:
     return _exit_for(results)
 
 
+def _smt_line(name: str, convention: str, expected: str | None, result: Any, width: int) -> str:
+    verdict = result.verdict.kind
+    mark = "   " if expected is None else ("ok " if verdict == expected else "BAD")
+    cx = f"  counterexample: {result.counterexample}" if result.counterexample else ""
+    why = f"  ({result.verdict.reason})" if verdict == "unknown" else ""
+    return f"{mark} {name:<{width}} {verdict:<8} {result.seconds * 1000:8.1f} ms  {convention}{cx}{why}"
+
+
+def _smt_audit(args: argparse.Namespace, audits: list[tuple[str, str]]) -> ExitCode:
+    from verispec.smt.audit import audit
+
+    results = [
+        (spec, audit(ob, spec, timeout_s=args.timeout, solver_timeout_ms=args.solver_timeout))
+        for ob, spec in audits
+    ]
+    if args.json:
+        from verispec.report import write_json
+
+        write_json([{"function": spec, **r.to_json()} for spec, r in results])
+    else:
+        width = max(len(spec) for spec, _ in results)
+        for spec, r in results:
+            print(_smt_line(spec, r.obligation, None, r, width))
+    kinds = {r.verdict.kind for _, r in results}
+    if "refuted" in kinds:
+        return ExitCode.NON_CONFORMANCE
+    return ExitCode.OK if kinds == {"proved"} else ExitCode.INCONCLUSIVE
+
+
+def _smt_catalog(args: argparse.Namespace) -> ExitCode:
+    from verispec.errors import unknown_name
+    from verispec.smt.catalog import CATALOG, run_catalog
+
+    known = {e.name for e in CATALOG}
+    for name in args.names:
+        if name not in known:
+            raise unknown_name("catalog entry", name, known)
+    width = max(len(e.name) for e in CATALOG)
+
+    def show(r: Any) -> None:
+        print(_smt_line(r.entry.name, r.entry.convention, r.entry.expected, r.result, width))
+
+    results = run_catalog(
+        args.names or None, timeout_ms=args.solver_timeout, on_result=None if args.json else show
+    )
+    if args.json:
+        from verispec.report import write_json
+
+        write_json([r.to_json() for r in results])
+    else:
+        ok = sum(r.ok for r in results)
+        total = sum(r.result.seconds for r in results)
+        print(f"\n{ok}/{len(results)} conventions with the expected verdict, {total:.1f} s of solver time")
+    if any(not r.ok and r.result.verdict.kind != "unknown" for r in results):
+        return ExitCode.NON_CONFORMANCE
+    return ExitCode.OK if all(r.ok for r in results) else ExitCode.INCONCLUSIVE
+
+
+def cmd_smt(args: argparse.Namespace) -> ExitCode:
+    from verispec.smt.audit import AUDIT_OPTIONS
+    from verispec.smt.catalog import CATALOG
+    from verispec.smt.obligations import OBLIGATIONS
+
+    if args.list:
+        width = max(len(e.name) for e in CATALOG)
+        for entry in CATALOG:
+            print(f"{entry.name:<{width}}  {entry.expected:<8}  {entry.obligation:<24} {entry.convention}")
+        print()
+        for ob in OBLIGATIONS.values():
+            print(f"{ob.name}: {ob.signature}\n    {ob.statement}")
+        return ExitCode.OK
+    audits = [(ob, getattr(args, option)) for option, ob in AUDIT_OPTIONS.items() if getattr(args, option)]
+    for item in args.audit:
+        if "=" not in item:
+            raise UsageError(f"--audit={item!r} must be OBLIGATION=MODULE:FUNCTION")
+        obligation, spec = item.split("=", 1)
+        if obligation not in OBLIGATIONS:
+            raise UsageError(f"--audit obligation={obligation!r} is not one of {', '.join(OBLIGATIONS)}")
+        audits.append((obligation, spec))
+    if audits:
+        return _smt_audit(args, audits)
+    if args.write_certificates:
+        from verispec.smt.certificates import write_certificates
+
+        paths = write_certificates(args.write_certificates)
+        print(f"wrote {len(paths)} certificate(s) to {args.write_certificates}/")
+        return ExitCode.OK
+    if args.check_certificates:
+        from verispec.smt.certificates import check_certificates
+
+        problems = check_certificates(args.check_certificates)
+        for problem in problems:
+            print(f"{problem.file}: {problem.problem}")
+        if not problems:
+            print(
+                f"every certificate in {args.check_certificates}/ is current and replays to its stated status"
+            )
+        return ExitCode.NON_CONFORMANCE if problems else ExitCode.OK
+    return _smt_catalog(args)
+
+
 def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
     from verispec.exact.lengths import length_table
     from verispec.exact.optimum import optimum_table
@@ -210,7 +362,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
     unknown: list[str] = []
 
     _progress(f"verispec check: writing {args.out}/ (report.md, report.json, results.jsonl)")
-    _progress(f"[1/3] the seed articles' numbers ({len(SEED_CHECKS)} checks)")
+    _progress(f"[1/4] the seed articles' numbers ({len(SEED_CHECKS)} checks)")
     for seed_check in SEED_CHECKS:
         result = seed_check()
         report.add("seeds", result.to_json())
@@ -220,7 +372,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
 
     general = theorems_for(None)
     _progress(
-        f"[2/3] symbolic theorems ({len(general)} general; the rest run with their verifier) "
+        f"[2/4] symbolic theorems ({len(general)} general; the rest run with their verifier) "
         "and expected lengths"
     )
     for theorem in general:
@@ -251,9 +403,24 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
             )
     _progress(f"  ok  one-node acceptance of the tree verifiers against the optimum ({len(optimum)} rows)")
 
+    from verispec.smt.catalog import CATALOG, run_catalog
+
+    _progress(f"[3/4] SMT: {len(CATALOG)} mask, position, crop, draft-sync, paged-cache and tree conventions")
+    smt_width = max(len(e.name) for e in CATALOG)
+
+    def record_smt(r: Any) -> None:
+        report.add("smt", r.to_json())
+        _progress("  " + _smt_line(r.entry.name, r.entry.convention, r.entry.expected, r.result, smt_width))
+        if not r.ok:
+            (unknown if r.result.verdict.kind == "unknown" else failures).append(
+                f"smt {r.entry.name}: {r.result.verdict.kind}, expected {r.entry.expected}"
+            )
+
+    run_catalog(on_result=record_smt)
+
     names = registry.names()
     width = max(len(n) for n in names)
-    _progress(f"[3/3] {len(names)} verifiers with {args.jobs} process(es), seed {budget.seed}")
+    _progress(f"[4/4] {len(names)} verifiers with {args.jobs} process(es), seed {budget.seed}")
 
     def record(result: Any) -> None:
         report.add("prove", result.to_json())
@@ -276,6 +443,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
         "exact proved": f"{sum(r.ok for r in exact)}/{len(exact)}",
         "controls refuted": f"{sum(r.ok for r in controls)}/{len(controls)}",
         "seed checks": f"{sum(s['ok'] for s in seeds)}/{len(SEED_CHECKS)}",
+        "smt conventions": f"{sum(r['ok'] for r in report.data['sections'].get('smt', []))}/{len(CATALOG)}",
         "seconds": round(time.perf_counter() - started, 1),
     }
     report.finish(verdict, summary)
@@ -296,6 +464,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(cmd_prove(args))
         if args.command == "check":
             return int(cmd_check(args, argv))
+        if args.command == "smt":
+            return int(cmd_smt(args))
         build_parser().print_help()
         return int(ExitCode.USAGE_ERROR)
     except MissingDependency as exc:

@@ -151,6 +151,32 @@ def _optimum(records: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def _smt(records: list[dict[str, Any]]) -> str:
+    out = ["## SMT: masks, positions, crops and trees", ""]
+    out.append(
+        "Each convention checked by z3 against its obligation for all sizes (trees: an inductive step "
+        "plus every tree up to the stated size). Certificates replayable with any SMT solver are in "
+        "`proofs/smt/`."
+    )
+    out.append("")
+    rows = [
+        [
+            r["name"],
+            r["obligation"],
+            r["convention"],
+            ("**" + r["verdict"] + "**") if not r["ok"] else r["verdict"],
+            r["expected"],
+            f"{r['seconds'] * 1000:.1f} ms",
+            r.get("counterexample", ""),
+        ]
+        for r in records
+    ]
+    out.append(
+        table(["entry", "obligation", "convention", "verdict", "expected", "time", "counterexample"], rows)
+    )
+    return "\n".join(out)
+
+
 def _generic(name: str, records: list[dict[str, Any]]) -> str:
     out = [f"## {name}", ""]
     for r in records:
@@ -160,6 +186,7 @@ def _generic(name: str, records: list[dict[str, Any]]) -> str:
 
 _RENDERERS: dict[str, Callable[[list[dict[str, Any]]], str]] = {
     "prove": _prove,
+    "smt": _smt,
     "theorems": _theorems,
     "seeds": _seeds,
     "lengths": _lengths,

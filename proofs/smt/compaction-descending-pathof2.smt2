@@ -1,0 +1,18 @@
+; verispec certificate: compaction-descending
+; obligation: compaction-descending: Copying the accepted path's KV in descending order reads every source before it is overwritten.
+; convention: copy in descending order (masks.md section 3.1)
+; case: path of 2
+; this query asserts the preconditions and the negated property: unsat means the obligation holds
+; written by z3 5.4.1
+(set-info :status unsat)
+(declare-fun L () Int)
+(declare-fun r0 () Int)
+(declare-fun r1 () Int)
+(define-fun t1 () Int (- L 1))
+(define-fun t2 () Int (+ t1 1))
+(define-fun t3 () Int (+ t1 0))
+(assert (>= L 1))
+(assert (= r0 0))
+(assert (> r1 r0))
+(assert (not (and (= t2 t2) (distinct t2 (+ t1 r0)) (= t3 t3))))
+(check-sat)

@@ -1,0 +1,16 @@
+; verispec certificate: paged-crop
+; obligation: paged-crop: After cropping to n entries, the pages kept hold every kept position, and every page kept holds a kept position (symbolic page size).
+; convention: pages kept = ceil(n / B) (vLLM KVCacheManager (cdiv))
+; this query asserts the preconditions and the negated property: unsat means the obligation holds
+; written by z3 5.4.1
+(set-info :status unsat)
+(declare-fun page_size () Int)
+(declare-fun kept () Int)
+(declare-fun pos () Int)
+(define-fun t1 () Int (div pos page_size))
+(define-fun t2 () Bool (< t1 (div (- (+ kept page_size) 1) page_size)))
+(assert (>= page_size 1))
+(assert (>= kept 0))
+(assert (>= pos 0))
+(assert (not (and (=> (< pos kept) t2) (=> t2 (< (* t1 page_size) kept)))))
+(check-sat)

@@ -1,0 +1,30 @@
+; verispec certificate: tree-mask
+; obligation: tree-visibility: Tree node x sees node y exactly when y is x or an ancestor of x.
+; convention: ancestor-or-self walk (EAGLE-2 tree_mask, vLLM tree_attn, SGLang build_tree)
+; case: 3 nodes
+; this query asserts the preconditions and the negated property: unsat means the obligation holds
+; written by z3 5.4.1
+(set-info :status unsat)
+(declare-fun parents3 () (Array Int Int))
+(define-fun t1 () Int (select parents3 0))
+(define-fun t2 () Int (select parents3 1))
+(define-fun t3 () Int (select parents3 2))
+(define-fun t4 () Int (ite (> 0 0) t1 0))
+(define-fun t5 () Int (ite (> t4 0) (select parents3 t4) t4))
+(define-fun t6 () Int (ite (> 1 0) t2 1))
+(define-fun t7 () Int (ite (> t6 0) (select parents3 t6) t6))
+(define-fun t8 () Bool (= t2 0))
+(define-fun t9 () Bool (or false (and t8 true)))
+(define-fun t10 () Bool (and t8 false))
+(define-fun t11 () Bool (or true t10))
+(define-fun t12 () Bool (or false t10))
+(define-fun t13 () Int (ite (> 2 0) t3 2))
+(define-fun t14 () Int (ite (> t13 0) (select parents3 t13) t13))
+(define-fun t15 () Bool (= t3 0))
+(define-fun t16 () Bool (= t3 1))
+(define-fun t17 () Bool (and t15 false))
+(assert (= t1 (- 1)))
+(assert (and (>= t2 0) (< t2 1)))
+(assert (and (>= t3 0) (< t3 2)))
+(assert (not (and (= (or (or (= 0 0) (= 0 t4)) (= 0 t5)) true) (= (or (or (= 0 1) (= 1 t4)) (= 1 t5)) false) (= (or (or (= 0 2) (= 2 t4)) (= 2 t5)) false) (= (or (or (= 1 0) (= 0 t6)) (= 0 t7)) t9) (= (or (or (= 1 1) (= 1 t6)) (= 1 t7)) t11) (= (or (or (= 1 2) (= 2 t6)) (= 2 t7)) t12) (= (or (or (= 2 0) (= 0 t13)) (= 0 t14)) (or false (and t15 true) (and t16 t9))) (= (or (or (= 2 1) (= 1 t13)) (= 1 t14)) (or false t17 (and t16 t11))) (= (or (or (= 2 2) (= 2 t13)) (= 2 t14)) (or true t17 (and t16 t12))))))
+(check-sat)

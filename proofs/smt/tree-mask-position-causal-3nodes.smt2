@@ -1,0 +1,30 @@
+; verispec certificate: tree-mask-position-causal
+; obligation: tree-visibility: Tree node x sees node y exactly when y is x or an ancestor of x.
+; convention: position-causal mask as a tree mask (masks.md section 3.5, item 4)
+; case: 3 nodes
+; this query asserts the preconditions and the negated property: sat means a counterexample exists
+; written by z3 5.4.1
+(set-info :status sat)
+(declare-fun parents3 () (Array Int Int))
+(define-fun t1 () Int (select parents3 0))
+(define-fun t2 () Int (select parents3 1))
+(define-fun t3 () Int (select parents3 2))
+(define-fun t4 () Bool (> 0 0))
+(define-fun t5 () Int (+ (+ (* 0 0) (ite t4 1 0)) (ite (> (ite t4 t1 0) 0) 1 0)))
+(define-fun t6 () Bool (> 1 0))
+(define-fun t7 () Int (+ (+ (* 1 0) (ite t6 1 0)) (ite (> (ite t6 t2 1) 0) 1 0)))
+(define-fun t8 () Bool (> 2 0))
+(define-fun t9 () Int (+ (+ (* 2 0) (ite t8 1 0)) (ite (> (ite t8 t3 2) 0) 1 0)))
+(define-fun t10 () Bool (= t2 0))
+(define-fun t11 () Bool (or false (and t10 true)))
+(define-fun t12 () Bool (and t10 false))
+(define-fun t13 () Bool (or true t12))
+(define-fun t14 () Bool (or false t12))
+(define-fun t15 () Bool (= t3 0))
+(define-fun t16 () Bool (= t3 1))
+(define-fun t17 () Bool (and t15 false))
+(assert (= t1 (- 1)))
+(assert (and (>= t2 0) (< t2 1)))
+(assert (and (>= t3 0) (< t3 2)))
+(assert (not (and (= (<= t5 t5) true) (= (<= t7 t5) false) (= (<= t9 t5) false) (= (<= t5 t7) t11) (= (<= t7 t7) t13) (= (<= t9 t7) t14) (= (<= t5 t9) (or false (and t15 true) (and t16 t11))) (= (<= t7 t9) (or false t17 (and t16 t13))) (= (<= t9 t9) (or true t17 (and t16 t14))))))
+(check-sat)

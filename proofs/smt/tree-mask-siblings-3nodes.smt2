@@ -1,0 +1,33 @@
+; verispec certificate: tree-mask-siblings
+; obligation: tree-visibility: Tree node x sees node y exactly when y is x or an ancestor of x.
+; convention: siblings see each other (vLLM PR #22226 class (broken tree attention))
+; case: 3 nodes
+; this query asserts the preconditions and the negated property: sat means a counterexample exists
+; written by z3 5.4.1
+(set-info :status sat)
+(declare-fun parents3 () (Array Int Int))
+(define-fun t1 () Int (select parents3 0))
+(define-fun t2 () Int (select parents3 1))
+(define-fun t3 () Int (select parents3 2))
+(define-fun t4 () Bool (> 0 0))
+(define-fun t5 () Int (ite t4 t1 0))
+(define-fun t6 () Int (ite (> t5 0) (select parents3 t5) t5))
+(define-fun t7 () Bool (> 1 0))
+(define-fun t8 () Bool (> 2 0))
+(define-fun t9 () Int (ite t7 t2 1))
+(define-fun t10 () Int (ite (> t9 0) (select parents3 t9) t9))
+(define-fun t11 () Bool (= t2 0))
+(define-fun t12 () Bool (or false (and t11 true)))
+(define-fun t13 () Bool (and t11 false))
+(define-fun t14 () Bool (or true t13))
+(define-fun t15 () Bool (or false t13))
+(define-fun t16 () Int (ite t8 t3 2))
+(define-fun t17 () Int (ite (> t16 0) (select parents3 t16) t16))
+(define-fun t18 () Bool (= t3 0))
+(define-fun t19 () Bool (= t3 1))
+(define-fun t20 () Bool (and t18 false))
+(assert (= t1 (- 1)))
+(assert (and (>= t2 0) (< t2 1)))
+(assert (and (>= t3 0) (< t3 2)))
+(assert (not (and (= (or (or (or (= 0 0) (= 0 t5)) (= 0 t6)) (and t4 t4 (= t1 t1))) true) (= (or (or (or (= 0 1) (= 1 t5)) (= 1 t6)) (and t4 t7 (= t1 t2))) false) (= (or (or (or (= 0 2) (= 2 t5)) (= 2 t6)) (and t4 t8 (= t1 t3))) false) (= (or (or (or (= 1 0) (= 0 t9)) (= 0 t10)) (and t7 t4 (= t2 t1))) t12) (= (or (or (or (= 1 1) (= 1 t9)) (= 1 t10)) (and t7 t7 (= t2 t2))) t14) (= (or (or (or (= 1 2) (= 2 t9)) (= 2 t10)) (and t7 t8 (= t2 t3))) t15) (= (or (or (or (= 2 0) (= 0 t16)) (= 0 t17)) (and t8 t4 (= t3 t1))) (or false (and t18 true) (and t19 t12))) (= (or (or (or (= 2 1) (= 1 t16)) (= 1 t17)) (and t8 t7 (= t3 t2))) (or false t20 (and t19 t14))) (= (or (or (or (= 2 2) (= 2 t16)) (= 2 t17)) (and t8 t8 (= t3 t3))) (or true t20 (and t19 t15))))))
+(check-sat)
