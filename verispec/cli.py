@@ -7,6 +7,7 @@ error, 4 missing optional dependency, 10 inconclusive.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -143,6 +144,50 @@ def build_parser() -> argparse.ArgumentParser:
         default=20_000,
         help="z3 timeout per query in milliseconds (default 20000)",
     )
+
+    plan = sub.add_parser(
+        "plan",
+        help="samples a test needs for an effect, alpha and power",
+        description="Sample sizes of every design (Pearson, G-test, exact Pearson, the Neyman-Pearson "
+        "optimum, SPRT, two-stage confirmation) for a null law and an alternative (or a "
+        "total-variation effect against the least favourable alternative).",
+    )
+    plan.add_argument("--null", required=True, metavar="P1,P2,...", help="the target law, e.g. 0.5,0.3,0.2")
+    plan.add_argument("--alternative", metavar="Q1,Q2,...", help="a specific buggy law, e.g. 0.4,0.32,0.28")
+    plan.add_argument("--tv", type=float, help="total-variation effect (least favourable alternative)")
+    plan.add_argument("--alpha", type=float, default=1e-6, help="false-alarm rate (default 1e-6)")
+    plan.add_argument("--power", type=float, default=0.99, help="power (default 0.99)")
+    plan.add_argument("--no-exact", action="store_true", help="skip the exact-enumeration designs")
+    plan.add_argument("--json", action="store_true", help="print JSON")
+
+    aud = sub.add_parser(
+        "audit",
+        help="audit a third-party chain or tree verifier (black box)",
+        description="Sample a black-box verifier on a battery of exact instances (random conditionals "
+        "with zeros, temperature, top-k/top-p, forced rejection at each position, full "
+        "acceptance) in a subprocess with a time limit, and test the law of its rounds "
+        "against the target's with a declared false-alarm rate and power.",
+    )
+    target = aud.add_mutually_exclusive_group(required=True)
+    target.add_argument(
+        "--chain",
+        metavar="MODULE:FUNCTION",
+        help="verify(target_probs, draft_probs, draft_tokens, rng) -> tokens",
+    )
+    target.add_argument("--tree", metavar="MODULE:FUNCTION", help="verify_tree(tree, rng) -> tokens")
+    aud.add_argument("--law", default="iid", help="candidate law of the tree battery (default iid)")
+    aud.add_argument("--alpha", type=float, default=1e-6, help="family-wise false-alarm rate (default 1e-6)")
+    aud.add_argument("--power", type=float, default=0.99, help="power per instance (default 0.99)")
+    aud.add_argument(
+        "--tv",
+        type=float,
+        default=0.05,
+        help="smallest total-variation distance to detect per instance (default 0.05)",
+    )
+    aud.add_argument("--seed", type=_int_at_least("--seed", 0), default=0, help="seed (default 0)")
+    aud.add_argument("--timeout", type=float, default=120.0, help="time limit per instance in seconds")
+    aud.add_argument("--out", default=None, help="also write audit.json and audit.md to this folder")
+    aud.add_argument("--json", action="store_true", help="print JSON")
 
     check = sub.add_parser(
         "check",
@@ -455,6 +500,74 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
     return code
 
 
+def _floats(name: str, text: str) -> list[float]:
+    try:
+        return [float(v) for v in text.split(",")]
+    except ValueError:
+        raise UsageError(f"{name}={text!r} must be comma-separated numbers") from None
+
+
+def cmd_plan(args: argparse.Namespace) -> ExitCode:
+    from verispec.stats.plan import plan
+
+    null = _floats("--null", args.null)
+    alternative = _floats("--alternative", args.alternative) if args.alternative else None
+    result = plan(null, alternative, tv=args.tv, alpha=args.alpha, power=args.power, exact=not args.no_exact)
+    if args.json:
+        from verispec.report import write_json
+
+        write_json(result.to_json())
+        return ExitCode.OK
+    print(f"alpha {result.alpha:g}, power {result.power:g}, effect: TV {result.tv:.4g}, w {result.w:.4g}")
+    width = max(len(d) for d, _, _ in result.rows)
+    for design, n, note in result.rows:
+        print(f"  {design:<{width}}  {n:>9}  {note}")
+    return ExitCode.OK
+
+
+def cmd_audit(args: argparse.Namespace) -> ExitCode:
+    from verispec.audit.runner import audit
+
+    kind, function = ("chain", args.chain) if args.chain else ("tree", args.tree)
+
+    def show(r: Any) -> None:
+        if args.json:
+            return
+        p = "" if r.pvalue is None else f"p={r.pvalue:.3g}"
+        mark = "BAD" if r.rejected else "ok "
+        tv = "" if r.tv is None else f"TV~{r.tv:.3f}"
+        _progress(f"  {mark} {r.name:<45} n={r.n:<6} {p:<14} {tv:<10} {r.error or ''}")
+
+    if not args.json:
+        _progress(f"auditing {function} ({kind}) in a subprocess, alpha {args.alpha:g}, power {args.power:g}")
+    result = audit(
+        function,
+        kind,
+        alpha=args.alpha,
+        power=args.power,
+        tv=args.tv,
+        seed=args.seed,
+        timeout_s=args.timeout,
+        law=args.law,
+        on_instance=show,
+    )
+    if args.out:
+        import os
+
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "audit.json"), "w", encoding="utf-8") as stream:
+            json.dump(result.to_json(), stream, indent=2)
+        with open(os.path.join(args.out, "audit.md"), "w", encoding="utf-8") as stream:
+            stream.write(result.markdown())
+    if args.json:
+        from verispec.report import write_json
+
+        write_json(result.to_json())
+    else:
+        print(f"verdict: {result.verdict}; reproduce: {result.command}")
+    return ExitCode.NON_CONFORMANCE if result.verdict != "pass" else ExitCode.OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``verispec`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -466,6 +579,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(cmd_check(args, argv))
         if args.command == "smt":
             return int(cmd_smt(args))
+        if args.command == "plan":
+            return int(cmd_plan(args))
+        if args.command == "audit":
+            return int(cmd_audit(args))
         build_parser().print_help()
         return int(ExitCode.USAGE_ERROR)
     except MissingDependency as exc:

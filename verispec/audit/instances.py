@@ -1,0 +1,176 @@
+"""Audit instances: exact models a black-box verifier is exercised on.
+
+Each instance is small enough that the target's law of ``L`` tokens is exact and the
+outcome space can be tested with a chi-square test; together they force every acceptance
+pattern: random conditionals with zeros, a sharper temperature, top-k and top-p, disjoint
+supports that force the first rejection at each chosen position, and a draft equal to the
+target (full acceptance).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from verispec.core.models import RandomRationalModel, TableModel
+from verispec.core.transforms import SamplingConfig
+from verispec.errors import UsageError
+from verispec.verifiers.instance import ChainInstance
+from verispec.verifiers.trees import TreeInstance
+
+__all__ = ["AuditInstance", "chain_audit_instances", "from_spec", "to_spec", "tree_audit_instances"]
+
+
+@dataclass(frozen=True)
+class AuditInstance:
+    name: str
+    instance: Any  # ChainInstance | TreeInstance
+    #: the draft law equals the target's: every lossless chain verifier then commits a bonus
+    #: token whenever it keeps all drafts, so a block made of exactly the drafts is a missing bonus
+    draft_is_target: bool = False
+
+    @property
+    def kind(self) -> str:
+        return "tree" if isinstance(self.instance, TreeInstance) else "chain"
+
+    @property
+    def length(self) -> int:
+        """Tokens per tested sequence: the longest block (``gamma + 1`` or depth + 1)."""
+        return int(self.instance.gamma) + 1
+
+
+def _prefixes(vocab: int, depth: int) -> list[tuple[int, ...]]:
+    return [p for n in range(depth + 1) for p in itertools.product(range(vocab), repeat=n)]
+
+
+def _row(values: list[int]) -> tuple[Fraction, ...]:
+    total = sum(values)
+    return tuple(Fraction(v, total) for v in values)
+
+
+def _forced_rejection(vocab: int, gamma: int, position: int, seed: int) -> tuple[TableModel, TableModel]:
+    """p = q before ``position`` (always accepted); disjoint supports at ``position`` (always
+    rejected); random rows after."""
+    target_rand = RandomRationalModel(vocab, seed=seed)
+    draft_rand = RandomRationalModel(vocab, seed=seed + 1)
+    half = vocab // 2
+    target_rows, draft_rows = {}, {}
+    for prefix in _prefixes(vocab, gamma):
+        depth = len(prefix)
+        if depth < position:
+            target_rows[prefix] = draft_rows[prefix] = target_rand.probs(prefix)
+        elif depth == position:
+            target_rows[prefix] = _row([1 if t < half else 0 for t in range(vocab)])
+            draft_rows[prefix] = _row([0 if t < half else 1 for t in range(vocab)])
+        else:
+            target_rows[prefix] = target_rand.probs(prefix)
+            draft_rows[prefix] = draft_rand.probs(prefix)
+    return TableModel(target_rows), TableModel(draft_rows)
+
+
+def chain_audit_instances(seed: int = 0, *, vocab: int = 4, gamma: int = 3) -> list[AuditInstance]:
+    """The chain audit battery for ``gamma`` drafts over ``vocab`` tokens."""
+    if vocab < 2 or gamma < 1:
+        raise UsageError(f"vocab={vocab} must be >= 2 and gamma={gamma} >= 1")
+    t, d = RandomRationalModel(vocab, seed=seed * 10 + 1), RandomRationalModel(vocab, seed=seed * 10 + 2)
+    out = [
+        AuditInstance("random conditionals with zeros, T=1", ChainInstance(t, d, gamma)),
+        AuditInstance(
+            "random, T=1/2", ChainInstance(t, d, gamma, SamplingConfig(temperature=Fraction(1, 2)))
+        ),
+        AuditInstance("random, top_k=2", ChainInstance(t, d, gamma, SamplingConfig(top_k=2))),
+        AuditInstance(
+            "random, top_p=7/10", ChainInstance(t, d, gamma, SamplingConfig(top_p=Fraction(7, 10)))
+        ),
+    ]
+    for position in range(gamma):
+        target, draft = _forced_rejection(vocab, gamma, position, seed * 10 + 3 + position)
+        out.append(
+            AuditInstance(
+                f"first rejection forced at draft {position + 1}", ChainInstance(target, draft, gamma)
+            )
+        )
+    out.append(AuditInstance("draft equals target (full acceptance)", ChainInstance(t, t, gamma), True))
+    return out
+
+
+def tree_audit_instances(
+    seed: int = 0,
+    *,
+    law: str = "iid",
+    vocab: int = 3,
+    shapes: tuple[tuple[int, ...], ...] = ((2,), (2, 1), (3,)),
+) -> list[AuditInstance]:
+    """The tree audit battery for one candidate law."""
+    t, d = RandomRationalModel(vocab, seed=seed * 10 + 5), RandomRationalModel(vocab, seed=seed * 10 + 6)
+    extra = (
+        tuple(RandomRationalModel(vocab, seed=seed * 10 + 7 + j) for j in range(2)) if law == "multi" else ()
+    )
+    out = []
+    for shape in shapes:
+        out.append(
+            AuditInstance(
+                f"random, tree {list(shape)}, law {law}", TreeInstance(t, d, shape, law, drafts=extra)
+            )
+        )
+    shape = shapes[0]
+    out.append(
+        AuditInstance(
+            f"random, T=1/2, tree {list(shape)}, law {law}",
+            TreeInstance(t, d, shape, law, SamplingConfig(temperature=Fraction(1, 2)), drafts=extra),
+        )
+    )
+    return out
+
+
+def _table(model: Any, vocab: int, depth: int) -> dict[str, list[str]]:
+    return {" ".join(map(str, p)): [str(v) for v in model.probs(p)] for p in _prefixes(vocab, depth)}
+
+
+def to_spec(item: AuditInstance) -> dict[str, Any]:
+    """A JSON description of an instance, from which the worker rebuilds it (no pickling)."""
+    inst = item.instance
+    vocab, depth = inst.vocab_size, int(inst.gamma)
+    spec: dict[str, Any] = {
+        "name": item.name,
+        "kind": item.kind,
+        "config": inst.config.to_json(),
+        "target": _table(inst.target, vocab, depth),
+        "draft": _table(inst.draft, vocab, depth),
+    }
+    if isinstance(inst, TreeInstance):
+        spec.update(
+            shape=list(inst.shape), law=inst.law, drafts=[_table(m, vocab, depth) for m in inst.drafts]
+        )
+    else:
+        spec.update(gamma=inst.gamma, draft_is_target=item.draft_is_target)
+    return spec
+
+
+def _model(table: dict[str, list[str]]) -> TableModel:
+    return TableModel({tuple(int(t) for t in k.split()): v for k, v in table.items()})
+
+
+def from_spec(spec: dict[str, Any]) -> AuditInstance:
+    """Rebuild an :class:`AuditInstance` from :func:`to_spec`'s description."""
+    config = SamplingConfig(
+        temperature=Fraction(spec["config"]["temperature"]),
+        top_k=spec["config"]["top_k"],
+        top_p=None if spec["config"]["top_p"] is None else Fraction(spec["config"]["top_p"]),
+        min_p=None if spec["config"]["min_p"] is None else Fraction(spec["config"]["min_p"]),
+    )
+    target, draft = _model(spec["target"]), _model(spec["draft"])
+    if spec["kind"] == "tree":
+        inst: Any = TreeInstance(
+            target,
+            draft,
+            tuple(spec["shape"]),
+            spec["law"],
+            config,
+            drafts=tuple(_model(t) for t in spec["drafts"]),
+        )
+    else:
+        inst = ChainInstance(target, draft, int(spec["gamma"]), config)
+    return AuditInstance(spec["name"], inst, bool(spec.get("draft_is_target", False)))
