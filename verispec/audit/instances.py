@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from verispec.core.models import RandomRationalModel, TableModel
+from verispec.core.models import FixedModel, RandomRationalModel, TableModel
 from verispec.core.transforms import SamplingConfig
 from verispec.errors import UsageError
 from verispec.verifiers.instance import ChainInstance
@@ -104,7 +104,7 @@ def tree_audit_instances(
     shapes: tuple[tuple[int, ...], ...] = ((2,), (2, 1), (3,)),
 ) -> list[AuditInstance]:
     """The tree audit battery for one candidate law."""
-    t, d = RandomRationalModel(vocab, seed=seed * 10 + 5), RandomRationalModel(vocab, seed=seed * 10 + 6)
+    t, d = RandomRationalModel(vocab, seed=seed * 10 + 1), RandomRationalModel(vocab, seed=seed * 10 + 2)
     extra = (
         tuple(RandomRationalModel(vocab, seed=seed * 10 + 7 + j) for j in range(2)) if law == "multi" else ()
     )
@@ -122,6 +122,20 @@ def tree_audit_instances(
             TreeInstance(t, d, shape, law, SamplingConfig(temperature=Fraction(1, 2)), drafts=extra),
         )
     )
+    # the draft puts most of its mass where the target has none: every sibling is tested
+    # against a residual, at every node
+    skew_t = FixedModel([Fraction(0), *(Fraction(1, vocab - 1) for _ in range(vocab - 1))])
+    skew_d = FixedModel(
+        [Fraction(2, 3), Fraction(0), *(Fraction(1, 3 * (vocab - 2)) for _ in range(vocab - 2))]
+    )
+    skew_extra = (skew_d, skew_d) if law == "multi" else ()
+    for shape in shapes[:2]:
+        out.append(
+            AuditInstance(
+                f"draft mass on target-impossible tokens, tree {list(shape)}, law {law}",
+                TreeInstance(skew_t, skew_d, shape, law, drafts=skew_extra),
+            )
+        )
     return out
 
 

@@ -185,39 +185,49 @@ def _run_subprocess(
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     while pending:
-        proc = subprocess.Popen(
+        with subprocess.Popen(
             [sys.executable, "-m", "verispec.audit.worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=env,
-        )
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(json.dumps({"function": function, "items": pending}))
-        proc.stdin.close()
-        selector = selectors.DefaultSelector()
+        ) as proc:
+            try:
+                pending = _stream(proc, function, pending, timeout_s, on_item)
+            finally:
+                proc.kill()
+                proc.wait()
+
+
+def _stream(
+    proc: Any,
+    function: str,
+    pending: list[dict[str, Any]],
+    timeout_s: float,
+    on_item: Callable[[int, dict[str, Any]], None],
+) -> list[dict[str, Any]]:
+    """Feed one worker process and read its results until it finishes, hangs or dies."""
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(json.dumps({"function": function, "items": pending}))
+    proc.stdin.close()
+    with selectors.DefaultSelector() as selector:
         selector.register(proc.stdout, selectors.EVENT_READ)
         while pending:
             if not selector.select(timeout=timeout_s):
-                proc.kill()
                 on_item(pending[0]["index"], {"error": f"did not finish within {timeout_s:g} s (time limit)"})
-                pending.pop(0)
-                break
+                return pending[1:]
             line = proc.stdout.readline()
             if not line:  # the worker died
                 stderr = (proc.stderr.read() if proc.stderr else "").strip().splitlines()[-2:]
                 on_item(pending[0]["index"], {"error": f"the audit process crashed: {' | '.join(stderr)}"})
-                pending.pop(0)
-                break
+                return pending[1:]
             data = json.loads(line)
             if "fatal" in data:
-                proc.kill()
                 raise UsageError(data["fatal"])
             on_item(data["index"], data)
             pending = [j for j in pending if j["index"] != data["index"]]
-        proc.kill()
-        proc.wait()
+    return pending
 
 
 def audit(
