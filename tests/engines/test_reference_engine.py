@@ -1,0 +1,143 @@
+"""The reference engine: same logits as transformers, proved index functions, planted bugs."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from verispec.engines.protocol import Request, Sampling  # noqa: E402
+from verispec.engines.reference import MUTATIONS, ReferenceEngine  # noqa: E402
+from verispec.engines.tiny import tiny_pair  # noqa: E402
+from verispec.engines.torchlm import TorchLM  # noqa: E402
+from verispec.errors import UsageError  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+#: fp32 logits of two implementations of the same network differ by reduction order only;
+#: observed about 4e-6, the tolerance leaves a factor of 25.
+LOGIT_TOLERANCE = 1e-4
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return tiny_pair("ci", seed=0)
+
+
+class TestTorchLM:
+    @pytest.mark.parametrize("page_size", [None, 1, 3, 4])
+    def test_logits_match_a_plain_transformers_forward(self, pair, page_size) -> None:
+        lm = TorchLM(pair.target)
+        ids = torch.tensor([3, 5, 7, 9, 11, 2, 4, 8])
+        with torch.no_grad():
+            reference = pair.target(ids[None]).logits[0].float()
+        cache = lm.new_cache(32, page_size)
+        # a prefill, then a verify pass of four tokens on top of it
+        out = torch.cat([lm.causal_forward(ids[:4], cache), lm.causal_forward(ids[4:], cache)])
+        assert (out - reference).abs().max().item() < LOGIT_TOLERANCE
+
+    def test_crop_then_rewrite_is_recomputation(self, pair) -> None:
+        lm = TorchLM(pair.target)
+        ids = torch.tensor([3, 5, 7, 9, 11, 2])
+        cache = lm.new_cache(32, 2)
+        lm.causal_forward(torch.tensor([3, 5, 7, 13, 14, 15]), cache)  # three tokens to be rejected
+        cache.crop(3)
+        out = lm.causal_forward(ids[3:], cache)
+        with torch.no_grad():
+            reference = pair.target(ids[None]).logits[0, 3:].float()
+        assert (out - reference).abs().max().item() < LOGIT_TOLERANCE
+
+    @pytest.mark.parametrize("page_size", [None, 3])
+    def test_tree_pass_and_compaction_match_a_plain_forward(self, pair, page_size) -> None:
+        """A tree verify pass gives each node the logits of its own path, and compacting an
+        accepted path leaves a cache that continues exactly like a plain forward."""
+        lm = TorchLM(pair.target)
+        prompt = [3, 5, 7, 9]
+        tokens, parents = [9, 4, 6, 8, 10, 12], [-1, 0, 0, 1, 1, 2]  # root 9; 4 -> (8, 10); 6 -> 12
+        cache = lm.new_cache(32, page_size)
+        lm.causal_forward(torch.tensor(prompt[:-1]), cache)
+        logits = lm.tree_forward(torch.tensor(tokens), parents, cache)
+        paths = {0: [], 1: [4], 2: [6], 3: [4, 8], 4: [4, 10], 5: [6, 12]}
+        with torch.no_grad():
+            for node, path in paths.items():
+                plain = pair.target(torch.tensor([prompt + path])).logits[0, -1].float()
+                assert (logits[node] - plain).abs().max().item() < LOGIT_TOLERANCE
+        L = len(prompt)
+        from verispec.smt import index as ix
+
+        for j, row in enumerate([0, 1, 4]):  # accept 4 then 10
+            src, dst = ix.compaction_plan(j, row, L)
+            cache.move(src, dst)
+        cache.crop(ix.target_crop_length(L, 2))
+        out = lm.causal_forward(torch.tensor([2]), cache)  # the next pending token
+        with torch.no_grad():
+            plain = pair.target(torch.tensor([[*prompt, 4, 10, 2]])).logits[0, -1].float()
+        assert (out[-1] - plain).abs().max().item() < LOGIT_TOLERANCE
+
+
+class TestReferenceEngine:
+    def test_greedy_speculative_equals_plain_decoding(self, pair) -> None:
+        engine = ReferenceEngine(pair.target, pair.draft)
+        prompt = (3, 5, 7, 11)
+        spec = engine.generate([Request(prompt, 24, Sampling(0.0))])[0]
+        plain = engine.generate([Request(prompt, 24, Sampling(0.0), speculative=False)])[0]
+        assert spec.tokens == plain.tokens
+        assert sum(r.committed for r in spec.rounds) == 24
+
+    def test_forced_rejection_puts_the_first_rejection_where_asked(self, pair) -> None:
+        engine = ReferenceEngine(pair.target, pair.draft, gamma=3)
+        for position in range(3):
+            c = engine.generate(
+                [
+                    Request(
+                        (3, 5, 7),
+                        12,
+                        Sampling(1.0, top_k=6),
+                        seed=1,
+                        script={"kind": "forced-rejection", "position": position},
+                    )
+                ]
+            )[0]
+            assert all(r.accepted == position for r in c.rounds[:-1])
+        full = engine.generate(
+            [Request((3, 5, 7), 12, Sampling(1.0, top_k=6), seed=1, script={"kind": "full-acceptance"})]
+        )[0]
+        assert all(r.accepted == 3 for r in full.rounds[:-1])
+
+    def test_forced_rejection_needs_a_truncating_sampler(self, pair) -> None:
+        engine = ReferenceEngine(pair.target, pair.draft)
+        with pytest.raises(UsageError, match="a forced rejection needs a token the target cannot emit"):
+            engine.generate(
+                [Request((3, 5), 4, Sampling(1.0), script={"kind": "forced-rejection", "position": 0})]
+            )
+
+    def test_stop_id_and_budget(self, pair) -> None:
+        engine = ReferenceEngine(pair.target, pair.draft)
+        c = engine.generate([Request((3, 5, 7), 30, Sampling(0.0), stop_ids=(9,))])[0]
+        assert c.finish_reason == "stop" and c.tokens[-1] == 9 and 9 not in c.tokens[:-1]
+        assert len(engine.generate([Request((3, 5, 7), 2, Sampling(1.0))])[0].tokens) == 2
+
+    @pytest.mark.parametrize("mutation", [None, "tree-sibling-visible", "tree-no-compaction"])
+    def test_tree_engine_greedy_equals_plain_decoding_unless_mutated(self, pair, mutation) -> None:
+        engine = ReferenceEngine(
+            pair.target, pair.draft, tree=(2, 2), page_size=4, mutations=[mutation] if mutation else []
+        )
+        prompt = (5, 6, 7, 8)
+        spec = engine.generate([Request(prompt, 20, Sampling(0.0))])[0]
+        plain = engine.generate([Request(prompt, 20, Sampling(0.0), speculative=False)])[0]
+        assert (spec.tokens == plain.tokens) == (mutation is None)
+        assert max(r.accepted for r in spec.rounds) <= 2
+
+    def test_tree_mutations_need_a_tree(self, pair) -> None:
+        with pytest.raises(UsageError, match="applies to the tree engine only"):
+            ReferenceEngine(pair.target, pair.draft, mutations=["tree-no-compaction"])
+        with pytest.raises(UsageError, match="tree=\\(0,\\) must list children per depth"):
+            ReferenceEngine(pair.target, pair.draft, tree=(0,))
+
+    def test_unknown_mutation(self, pair) -> None:
+        with pytest.raises(UsageError, match="mutation='nope' is not one of"):
+            ReferenceEngine(pair.target, pair.draft, mutations=["nope"])
+
+    def test_every_mutation_is_documented(self) -> None:
+        assert all(isinstance(v, str) and v for v in MUTATIONS.values())

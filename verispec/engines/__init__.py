@@ -1,0 +1,1 @@
+"""Engines under conformance testing: the protocol, built-in engines and tiny models."""

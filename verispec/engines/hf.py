@@ -1,0 +1,121 @@
+"""transformers engines: assisted generation with a draft model, and prompt lookup.
+
+Both wrap ``model.generate`` of an in-memory ``transformers`` model, so a team can test its
+own models: ``HFAssistedEngine(target, draft)`` and ``HFLookupEngine(target)``. The request
+seed seeds torch's global generator before each call (``generate`` samples from it), which
+is why audits run engines in their own process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from verispec.engines.protocol import Completion, Request
+
+__all__ = ["HFAssistedEngine", "HFLookupEngine"]
+
+
+class _HFEngine:
+    capabilities = frozenset({"non-speculative", "seeded"})
+
+    def __init__(self, target: Any, *, gamma: int = 3, name: str) -> None:
+        import torch
+
+        self.torch = torch
+        self.target = target
+        self.gamma = gamma
+        self.name = name
+        self.vocab_size = int(target.config.vocab_size)
+
+    def target_logits(self, prefixes: list[tuple[int, ...]]) -> Any:
+        torch = self.torch
+        with torch.no_grad():
+            return torch.stack(
+                [
+                    self.target(torch.tensor([list(p)], device=self.target.device))
+                    .logits[0, -1]
+                    .float()
+                    .cpu()
+                    for p in prefixes
+                ]
+            )
+
+    def target_logits_along(self, prompt: Any, tokens: Any) -> Any:
+        from verispec.engines.reference import _along
+
+        return _along(self.target, prompt, tokens)
+
+    def _kwargs(self, request: Request) -> dict[str, Any]:
+        s = request.sampling
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": request.max_new_tokens,
+            "do_sample": not s.greedy,
+            "pad_token_id": 2,
+            "eos_token_id": list(request.stop_ids) or None,
+        }
+        if s.greedy:
+            kwargs.update(temperature=None, top_k=None, top_p=None)
+        else:
+            kwargs.update(temperature=s.temperature, top_k=s.top_k or 0, top_p=s.top_p or 1.0)
+            if s.min_p is not None:
+                kwargs["min_p"] = s.min_p
+        return kwargs
+
+    def _extra(self, request: Request) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def generate(self, requests: list[Request]) -> list[Completion]:
+        torch = self.torch
+        out = []
+        for request in requests:
+            torch.manual_seed(request.seed)
+            ids = torch.tensor([list(request.prompt)], device=self.target.device)
+            kwargs = self._kwargs(request)
+            if request.speculative:
+                kwargs.update(self._extra(request))
+            with torch.no_grad():
+                result = self.target.generate(ids, **kwargs)
+            tokens = [int(t) for t in result[0, len(request.prompt) :].tolist()]
+            stopped = any(t in request.stop_ids for t in tokens)
+            out.append(Completion(tokens, "stop" if stopped else "length"))
+        return out
+
+
+class HFAssistedEngine(_HFEngine):
+    """Assisted generation: ``generate(..., assistant_model=draft)``."""
+
+    def __init__(self, target: Any, draft: Any, *, gamma: int = 3, name: str = "hf-assisted") -> None:
+        super().__init__(target, gamma=gamma, name=name)
+        self.draft = draft
+        draft.generation_config.num_assistant_tokens = gamma
+        draft.generation_config.num_assistant_tokens_schedule = "constant"
+        draft.generation_config.assistant_confidence_threshold = 0.0
+
+    def _extra(self, request: Request) -> dict[str, Any]:
+        return {"assistant_model": self.draft}
+
+
+class HFLookupEngine(_HFEngine):
+    """Prompt lookup decoding: ``generate(..., prompt_lookup_num_tokens=gamma)``."""
+
+    def __init__(self, target: Any, *, gamma: int = 3, name: str = "hf-lookup") -> None:
+        super().__init__(target, gamma=gamma, name=name)
+
+    def _extra(self, request: Request) -> dict[str, Any]:
+        return {"prompt_lookup_num_tokens": self.gamma}
+
+
+def make_hf_assisted(
+    *, size: str = "ci", seed: int = 0, gamma: int = 3, device: str = "cpu"
+) -> HFAssistedEngine:
+    from verispec.engines.tiny import tiny_pair
+
+    pair = tiny_pair(size, seed=seed, device=device)
+    return HFAssistedEngine(pair.target, pair.draft, gamma=gamma)
+
+
+def make_hf_lookup(*, size: str = "ci", seed: int = 0, gamma: int = 3, device: str = "cpu") -> HFLookupEngine:
+    from verispec.engines.tiny import tiny_pair
+
+    pair = tiny_pair(size, seed=seed, device=device)
+    return HFLookupEngine(pair.target, gamma=gamma)

@@ -1,0 +1,161 @@
+"""The engine protocol: what a speculative-decoding engine under test must provide.
+
+An engine generates for a batch of requests and returns tokens and finish reasons. It
+declares optional capabilities; a check that needs a capability the engine lacks is
+skipped with a stated reason, never passed silently.
+
+Capabilities:
+
+* ``scripted-drafts``: accepts a draft script (``{"kind": "forced-rejection", "position":
+  j}`` or ``{"kind": "full-acceptance"}``) that puts the first rejection at a chosen
+  position (with a truncating sampler: top-k leaves zero-probability tokens to propose);
+* ``round-stats``: reports, per round, the committed length at its start, the accepted
+  count and the committed count;
+* ``non-speculative``: can decode without speculation (``Request.speculative = False``);
+* ``seeded``: the same request with the same seed gives the same tokens;
+* ``draft-model``: exposes the draft model's conditionals (for acceptance accounting);
+* ``batch``: generates a batch in one call (with ragged acceptance).
+
+The baseline is the target model's own token-by-token conditionals (a plain forward pass),
+served by the engine process but computed with the plain model, never the engine's path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from verispec.errors import UsageError
+
+__all__ = [
+    "CAPABILITIES",
+    "Completion",
+    "Engine",
+    "Request",
+    "RoundStat",
+    "Sampling",
+]
+
+CAPABILITIES = ("scripted-drafts", "round-stats", "non-speculative", "seeded", "draft-model", "batch")
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Float sampling settings as an engine receives them (0 temperature is greedy)."""
+
+    temperature: float = 1.0
+    top_k: int | None = None
+    top_p: float | None = None
+    min_p: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.temperature >= 0:
+            raise UsageError(f"temperature={self.temperature!r} must be >= 0")
+        if self.top_k is not None and self.top_k < 1:
+            raise UsageError(f"top_k={self.top_k!r} must be >= 1")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise UsageError(f"top_p={self.top_p!r} must be in (0, 1]")
+        if self.min_p is not None and not 0 <= self.min_p <= 1:
+            raise UsageError(f"min_p={self.min_p!r} must be in [0, 1]")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+    def config(self) -> Any:
+        """The same settings as a :class:`~verispec.core.transforms.SamplingConfig`."""
+        from verispec.core.distributions import to_fraction
+        from verispec.core.transforms import SamplingConfig
+
+        def exact(name: str, value: float | None) -> Any:
+            return None if value is None else to_fraction(value, name=name)
+
+        return SamplingConfig(
+            exact("temperature", self.temperature),
+            self.top_k,
+            exact("top_p", self.top_p),
+            exact("min_p", self.min_p),
+        )
+
+    def describe(self) -> str:
+        return str(self.config().describe())
+
+
+@dataclass(frozen=True)
+class Request:
+    prompt: tuple[int, ...]
+    max_new_tokens: int
+    sampling: Sampling = field(default_factory=Sampling)
+    seed: int = 0
+    stop_ids: tuple[int, ...] = ()
+    speculative: bool = True
+    script: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["prompt"] = list(self.prompt)
+        data["stop_ids"] = list(self.stop_ids)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Request:
+        return cls(
+            prompt=tuple(data["prompt"]),
+            max_new_tokens=int(data["max_new_tokens"]),
+            sampling=Sampling(**data["sampling"]),
+            seed=int(data["seed"]),
+            stop_ids=tuple(data.get("stop_ids", ())),
+            speculative=bool(data.get("speculative", True)),
+            script=data.get("script"),
+        )
+
+
+@dataclass(frozen=True)
+class RoundStat:
+    start: int  # committed length (prompt included) at the start of the round
+    accepted: int
+    committed: int
+    drafts: tuple[int, ...] = ()  # the proposed drafts, when the engine reports them
+
+
+@dataclass
+class Completion:
+    tokens: list[int]
+    finish_reason: str  # "stop" or "length"
+    rounds: list[RoundStat] | None = None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tokens": self.tokens,
+            "finish_reason": self.finish_reason,
+            "rounds": None if self.rounds is None else [asdict(r) for r in self.rounds],
+            "error": self.error,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Completion:
+        rounds = data.get("rounds")
+        return cls(
+            tokens=list(data.get("tokens", [])),
+            finish_reason=str(data.get("finish_reason", "")),
+            rounds=None
+            if rounds is None
+            else [RoundStat(**{**r, "drafts": tuple(r.get("drafts", ()))}) for r in rounds],
+            error=data.get("error"),
+        )
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """What ``--engine module:factory`` must return."""
+
+    name: str
+    vocab_size: int
+    capabilities: frozenset[str]
+
+    def generate(self, requests: list[Request]) -> list[Completion]: ...
+
+    def target_logits(self, prefixes: list[tuple[int, ...]]) -> Any:
+        """Raw next-token logits of the target after each prefix (plain forward pass)."""
+        ...

@@ -1,0 +1,372 @@
+"""The reference engine: speculative decoding in plain torch, built on proved index functions.
+
+It runs a draft and a target :class:`~verispec.engines.torchlm.TorchLM` with their own KV
+caches (contiguous, or paged with ``page_size``), verifies with the float execution of a
+registered chain verifier (``token-level`` when sampling, ``greedy`` at temperature 0), and
+takes every mask, position, crop, draft-sync and truncation from :mod:`verispec.smt.index`.
+
+``mutations`` plant known bugs for the negative controls (see :data:`MUTATIONS`); the
+unmutated engine must pass every check and each mutant must be caught by one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from verispec.core.random import SeededRandom
+from verispec.core.transforms import apply_float
+from verispec.engines.protocol import Completion, Request, RoundStat
+from verispec.engines.torchlm import TorchLM
+from verispec.errors import UsageError
+from verispec.smt import index as ix
+from verispec.verifiers import registry
+from verispec.verifiers.trees import DraftTree
+
+__all__ = ["MUTATIONS", "ReferenceEngine"]
+
+#: Planted bugs: name -> what it does (and the public bug it reproduces).
+MUTATIONS: dict[str, str] = {
+    "crop-plus-one": "target cache cropped to L + accepted + 1: the rejected draft's KV stays visible",
+    "top-left-mask": "verify pass with a top-left causal mask (SDPA is_causal on non-square inputs)",
+    "positions-reset": "verify-pass positions restart at zero (RoPE off by the prefix length)",
+    "draft-no-catch-up": "draft cache not caught up after full acceptance (d_gamma never fed)",
+    "resample-target": "fresh target sample after a rejection instead of the residual",
+    "softmax-residual": "softmax of clamp(p - q, 0) as the residual (transformers PR #28508)",
+    "bonus-wrong-row": "bonus token drawn from the last draft position's target row",
+    "missing-bonus": "no bonus token after full acceptance",
+    "eos-budget-first": "length checked before stop ids: tokens after an EOS leak (SGLang #31599)",
+    "no-eos-crop": "generation continues past an EOS accepted mid-block (transformers #47912)",
+    "vocab-overflow": "a correction id outside the vocabulary when the residual's last bin wins (vLLM GHSA)",
+    "unseeded": "ignores the request seed (not reproducible)",
+    "draft-temperature-ignored": "drafts sampled at T=1 while q is declared at the request's T (dflash #74)",
+    # tree mode
+    "tree-sibling-visible": "tree mask lets siblings attend to each other",
+    "tree-depth-mask": "a position-causal mask used as the tree mask (depth(y) <= depth(x))",
+    "tree-positions-by-row": "tree nodes at sequential positions L - 1 + node instead of L - 1 + depth",
+    "tree-no-compaction": "target cache cropped to the path length without moving the accepted KV",
+}
+TREE_MUTATIONS = frozenset(m for m in MUTATIONS if m.startswith("tree-"))
+
+
+def _along(model: Any, prompt: Sequence[int], tokens: Sequence[int]) -> Any:
+    """Logits predicting each of ``tokens`` after ``prompt`` and the tokens before it (one pass)."""
+    import torch
+
+    ids = torch.tensor([[*prompt, *tokens]], device=model.device)
+    with torch.no_grad():
+        logits = model(ids).logits[0].float().cpu()
+    return logits[len(prompt) - 1 : len(prompt) - 1 + len(tokens)]
+
+
+def _probs(logits: Any, config: Any) -> list[float]:
+    import torch
+
+    row = torch.softmax(logits.double(), dim=-1).cpu().numpy()
+    return [float(v) for v in apply_float(row, config)]
+
+
+class ReferenceEngine:
+    """Speculative decoding with ``gamma`` drafts per round (see the module docstring)."""
+
+    def __init__(
+        self,
+        target: Any,
+        draft: Any,
+        *,
+        gamma: int = 3,
+        page_size: int | None = None,
+        mutations: Sequence[str] = (),
+        name: str = "reference",
+        tree: Sequence[int] | None = None,
+    ) -> None:
+        for m in mutations:
+            if m not in MUTATIONS:
+                raise UsageError(f"mutation={m!r} is not one of {', '.join(MUTATIONS)}")
+            if (m in TREE_MUTATIONS) != (tree is not None):
+                raise UsageError(
+                    f"mutation={m!r} applies to the {'tree' if m in TREE_MUTATIONS else 'chain'} engine only"
+                )
+        if tree is not None and (not tree or any(not isinstance(k, int) or k < 1 for k in tree)):
+            raise UsageError(f"tree={tree!r} must list children per depth, each >= 1")
+        if gamma < 1:
+            raise UsageError(f"gamma={gamma!r} must be >= 1")
+        import torch
+
+        self.torch = torch
+        self.hf_target, self.hf_draft = target, draft
+        self.lm_target, self.lm_draft = TorchLM(target), TorchLM(draft)
+        self.tree = tuple(tree) if tree is not None else None
+        self.gamma = len(self.tree) if self.tree else gamma  # the longest path a round can accept
+        self.page_size = page_size
+        self.mutations = frozenset(mutations)
+        self.name = name + (f"[{','.join(sorted(self.mutations))}]" if self.mutations else "")
+        self.vocab_size = int(target.config.vocab_size)
+        # the "unseeded" mutant still claims "seeded": that claim is what the check tests
+        self.capabilities = frozenset(
+            {"scripted-drafts", "round-stats", "non-speculative", "draft-model", "seeded"}
+            if self.tree is None
+            # per-round accounting and scripts are chain-shaped; a tree engine offers neither
+            else {"non-speculative", "seeded"}
+        )
+
+    # ----------------------------------------------------------------- baselines
+    def _plain_logits(self, model: Any, prefixes: list[tuple[int, ...]]) -> Any:
+        torch = self.torch
+        out = []
+        with torch.no_grad():
+            for prefix in prefixes:
+                ids = torch.tensor([list(prefix)], device=model.device)
+                out.append(model(ids).logits[0, -1].float().cpu())
+        return torch.stack(out)
+
+    def target_logits(self, prefixes: list[tuple[int, ...]]) -> Any:
+        return self._plain_logits(self.hf_target, prefixes)
+
+    def draft_logits(self, prefixes: list[tuple[int, ...]]) -> Any:
+        return self._plain_logits(self.hf_draft, prefixes)
+
+    def target_logits_along(self, prompt: Sequence[int], tokens: Sequence[int]) -> Any:
+        return _along(self.hf_target, prompt, tokens)
+
+    def draft_logits_along(self, prompt: Sequence[int], tokens: Sequence[int]) -> Any:
+        return _along(self.hf_draft, prompt, tokens)
+
+    # ------------------------------------------------------------------ decoding
+    def generate(self, requests: list[Request]) -> list[Completion]:
+        return [self._one(r) for r in requests]
+
+    def _verify_fn(self, greedy: bool) -> Callable[..., Any]:
+        if greedy:
+            return registry.get("greedy").verify
+        for m in ("resample-target", "softmax-residual", "bonus-wrong-row", "missing-bonus"):
+            if m in self.mutations:
+                return registry.get(m).verify
+        return registry.get("token-level").verify
+
+    def _one(self, request: Request) -> Completion:
+        torch = self.torch
+        if len(request.prompt) < 1:
+            raise UsageError("prompt=() is empty")
+        seed = int(time.time_ns() % 2**31) if "unseeded" in self.mutations else request.seed
+        rand = SeededRandom(seed)
+        config = request.sampling.config()
+        capacity = len(request.prompt) + request.max_new_tokens + 2 * self.gamma + 4
+        t_cache = self.lm_target.new_cache(capacity, self.page_size)
+        d_cache = self.lm_draft.new_cache(capacity, self.page_size)
+        prompt = list(request.prompt)
+
+        def tensor(tokens: list[int]) -> Any:
+            return torch.tensor(tokens, device=self.lm_target.device)
+
+        visible = ix.wrong_visible_top_left if "top-left-mask" in self.mutations else ix.visible
+        with torch.no_grad():
+            if len(prompt) > 1:
+                self.lm_target.causal_forward(tensor(prompt[:-1]), t_cache)
+                self.lm_draft.causal_forward(tensor(prompt[:-1]), d_cache)
+            if not request.speculative:
+                return self._plain(request, prompt, t_cache, rand, config, tensor)
+            if self.tree is not None:
+                return self._tree_decode(request, prompt, t_cache, rand, config, tensor)
+            committed = list(prompt)
+            out: list[int] = []
+            rounds: list[RoundStat] = []
+            verify = self._verify_fn(config.is_greedy)
+            draft_config = (
+                config.without_temperature() if "draft-temperature-ignored" in self.mutations else config
+            )
+            while len(out) < request.max_new_tokens:
+                L = len(committed)
+                drafts: list[int] = []
+                q_rows: list[list[float]] = []
+                for i in range(self.gamma):
+                    feed = committed[-1] if i == 0 else drafts[-1]
+                    logits = self.lm_draft.causal_forward(tensor([feed]), d_cache)[-1]
+                    q_true = _probs(logits, draft_config)
+                    q = self._scripted(request, committed, drafts, i, config) if request.script else None
+                    row = q_true if q is None else q
+                    drafts.append(rand.categorical(row))
+                    q_rows.append(_probs(logits, config) if q is None else q)
+                position = (
+                    ix.wrong_position_reset if "positions-reset" in self.mutations else ix.query_position
+                )
+                verify_tokens = tensor([committed[-1], *drafts])
+                logits = self.lm_target.causal_forward(
+                    verify_tokens, t_cache, visible=visible, position=position
+                )
+                p_rows = [_probs(logits[r], config) for r in range(self.gamma + 1)]
+                block = [int(t) for t in verify(p_rows, q_rows, drafts, rand)]
+                kept = len(block) - 1  # drafts whose KV the caches keep
+                accepted = self.gamma if ("missing-bonus" in self.mutations and block == drafts) else kept
+                if "vocab-overflow" in self.mutations and kept < self.gamma:
+                    residual = [max(a - b, 0.0) for a, b in zip(p_rows[kept], q_rows[kept], strict=True)]
+                    if block[-1] == max(t for t, v in enumerate(residual) if v > 0):
+                        # the masked tail of the last tile wins the tie-break; the id is returned
+                        # to the caller, and the request ends there (it cannot be fed back)
+                        return Completion([*out, *block[:-1], self.vocab_size], "length", rounds)
+                # truncation at the first stop id and at the budget
+                eos = next((i for i, t in enumerate(block) if t in request.stop_ids), len(block))
+                budget = request.max_new_tokens - len(out)
+                if "eos-budget-first" in self.mutations:
+                    count = ix.wrong_truncation_budget_first(len(block), eos, budget)
+                elif "no-eos-crop" in self.mutations:
+                    count = min(len(block), budget)
+                else:
+                    count = ix.committed_count(len(block), eos, budget)
+                block = block[:count]
+                rounds.append(RoundStat(L, accepted, len(block), tuple(drafts)))
+                # caches: crop the target, synchronise the draft
+                crop = ix.target_crop_length(L, kept)
+                if "crop-plus-one" in self.mutations:
+                    crop = min(ix.wrong_crop_plus_one(L, kept), t_cache.length)
+                t_cache.crop(crop)
+                sync = (
+                    ix.wrong_draft_sync_no_catch_up
+                    if "draft-no-catch-up" in self.mutations
+                    else ix.draft_sync
+                )
+                d_crop, catch_up = sync(L, self.gamma, kept)
+                d_cache.crop(d_crop)
+                if catch_up:
+                    self.lm_draft.causal_forward(tensor(drafts[self.gamma - catch_up :]), d_cache)
+                committed += block
+                out += block
+                stopped = any(t in request.stop_ids for t in block)
+                if stopped and "no-eos-crop" not in self.mutations:
+                    return Completion(out, "stop", rounds)
+        return Completion(out, "length", rounds)
+
+    def _plain(
+        self, request: Request, prompt: list[int], cache: Any, rand: SeededRandom, config: Any, tensor: Any
+    ) -> Completion:
+        committed = list(prompt)
+        out: list[int] = []
+        while len(out) < request.max_new_tokens:
+            logits = self.lm_target.causal_forward(tensor([committed[-1]]), cache)[-1]
+            p = _probs(logits, config)
+            y = rand.categorical(p) if not config.is_greedy else max(range(len(p)), key=lambda t: (p[t], -t))
+            committed.append(y)
+            out.append(y)
+            if y in request.stop_ids:
+                return Completion(out, "stop")
+        return Completion(out, "length")
+
+    def _tree_decode(
+        self, request: Request, prompt: list[int], cache: Any, rand: SeededRandom, config: Any, tensor: Any
+    ) -> Completion:
+        """Tree rounds: i.i.d. children per node from the draft model (``self.tree`` children
+        per depth), one target pass with the tree mask, ``mss`` (``greedy-tree`` at
+        temperature 0), then compaction of the accepted path's KV and a crop."""
+        assert self.tree is not None
+        entry = registry.get("greedy-tree" if config.is_greedy else "mss")
+        assert isinstance(entry, registry.TreeVerifier)
+        verify = entry.verify
+        visible = ix.tree_visible
+        if "tree-sibling-visible" in self.mutations:
+            visible = ix.wrong_tree_visible_siblings
+        if "tree-depth-mask" in self.mutations:
+            visible = ix.wrong_tree_position_causal
+        position = ix.tree_position
+        if "tree-positions-by-row" in self.mutations:
+            position = lambda parents, x, L, max_depth: ix.query_position(x, L)  # noqa: E731
+        committed = list(prompt)
+        out: list[int] = []
+        rounds: list[RoundStat] = []
+        while len(out) < request.max_new_tokens:
+            L = len(committed)
+            tokens, parents = [committed[-1]], [-1]
+            frontier = [0]
+            q_rows: list[list[float]] = []
+            for width in self.tree:
+                paths = [self._path(tokens, parents, node) for node in frontier]
+                laws = self.draft_logits([tuple(committed + path) for path in paths])
+                nxt = []
+                for node, logits in zip(frontier, laws, strict=True):
+                    q = _probs(logits, config)
+                    q_rows.append(q)
+                    for _ in range(width):
+                        tokens.append(rand.categorical(q))
+                        parents.append(node)
+                        nxt.append(len(tokens) - 1)
+                frontier = nxt
+            # the leaves' draft law is never drawn from; it is recorded for the tree's contract
+            leaves = [tuple(committed + self._path(tokens, parents, n)) for n in frontier]
+            leaf_laws = self.draft_logits(leaves)
+            q_rows += [_probs(logits, config) for logits in leaf_laws]
+            logits = self.lm_target.tree_forward(
+                tensor(tokens), parents, cache, visible=visible, position=position
+            )
+            p_rows = [_probs(logits[i], config) for i in range(len(tokens))]
+            tree = DraftTree(tuple(tokens), tuple(parents), tuple(p_rows), tuple(q_rows), "iid")
+            block = [int(t) for t in verify(tree, rand)]
+            path = [0]
+            for t in block[:-1]:  # the accepted nodes (the first child with the token: duplicates share KV)
+                path.append(next(c for c in tree.children[path[-1]] if tokens[c] == t))
+            if "tree-no-compaction" not in self.mutations:
+                for j, row in enumerate(path):
+                    src, dst = ix.compaction_plan(j, row, L)
+                    if src != dst:
+                        cache.move(src, dst)
+            cache.crop(ix.target_crop_length(L, len(path) - 1))
+            eos = next((i for i, t in enumerate(block) if t in request.stop_ids), len(block))
+            block = block[: ix.committed_count(len(block), eos, request.max_new_tokens - len(out))]
+            rounds.append(RoundStat(L, len(path) - 1, len(block), tuple(tokens[1:])))
+            committed += block
+            out += block
+            if any(t in request.stop_ids for t in block):
+                return Completion(out, "stop", rounds)
+        return Completion(out, "length", rounds)
+
+    @staticmethod
+    def _path(tokens: list[int], parents: list[int], node: int) -> list[int]:
+        """The draft tokens on the way from the root to ``node`` (root excluded)."""
+        path = []
+        while node > 0:
+            path.append(tokens[node])
+            node = parents[node]
+        return path[::-1]
+
+    def _scripted(
+        self, request: Request, committed: list[int], drafts: list[int], i: int, config: Any
+    ) -> list[float] | None:
+        """The draft law a script imposes at draft ``i``: the target's own law before the
+        forced position (always accepted), a token the target cannot emit at it (always
+        rejected)."""
+        script = request.script or {}
+        position = (
+            self.gamma if script.get("kind") == "full-acceptance" else int(script.get("position", self.gamma))
+        )
+        p = _probs(self.target_logits([tuple(committed + drafts)])[0], config)
+        if i < position:
+            return p
+        if i == position:
+            impossible = [t for t in range(len(p)) if p[t] == 0]
+            if not impossible:
+                raise UsageError(
+                    "a forced rejection needs a token the target cannot emit: use top-k or top-p sampling"
+                )
+            row = [0.0] * len(p)
+            row[impossible[0]] = 1.0
+            return row
+        return None
+
+
+def make_reference(
+    *,
+    size: str = "ci",
+    seed: int = 0,
+    gamma: int = 3,
+    page_size: int | None = None,
+    mutations: Sequence[str] = (),
+    device: str = "cpu",
+    tree: Sequence[int] | None = None,
+) -> ReferenceEngine:
+    """The reference engine on a tiny seeded model pair (``tree``: children per depth)."""
+    from verispec.engines.tiny import tiny_pair
+
+    pair = tiny_pair(size, seed=seed, device=device)
+    name = "reference-tree" if tree else "reference-paged" if page_size else "reference"
+    return ReferenceEngine(
+        pair.target, pair.draft, gamma=gamma, page_size=page_size, mutations=mutations, name=name, tree=tree
+    )
