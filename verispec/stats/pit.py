@@ -75,6 +75,8 @@ class PitBattery:
     pvalues: dict[str, float] = field(default_factory=dict)
     statistics: dict[str, float] = field(default_factory=dict)
     impossible: int = 0
+    #: counts of the first ordering's PIT values in ten equal bins (for plots)
+    histogram: list[int] = field(default_factory=list)
 
     @property
     def pvalue(self) -> float:
@@ -100,11 +102,13 @@ def pit_battery(
     orderings: Sequence[str] = ("target-probability", "draft-ratio"),
     rng: Any = None,
     seed: int | None = None,
+    skip: Callable[[Sequence[int], int], bool] | None = None,
 ) -> PitBattery:
     """Randomized PIT of every token of every sequence under each ordering, then KS tests.
 
     ``target(prefix)`` (and ``draft(prefix)`` for ``draft-ratio``) give the conditionals; the
-    same uniform ``V`` is used for a token under every ordering.
+    same uniform ``V`` is used for a token under every ordering. ``skip(sequence, t)`` leaves
+    out tokens that are not samples (a prompt).
     """
     import numpy as np
 
@@ -116,6 +120,8 @@ def pit_battery(
     impossible = n = 0
     for seq in sequences:
         for t in range(len(seq)):
+            if skip is not None and skip(seq, t):
+                continue
             prefix = tuple(seq[:t])
             p = target(prefix)
             if not p[seq[t]] > 0:
@@ -130,4 +136,6 @@ def pit_battery(
     for ordering, u in values.items():
         if u:
             out.statistics[ordering], out.pvalues[ordering] = ks_uniform(u)
+    if orderings and values[orderings[0]]:
+        out.histogram = np.histogram(values[orderings[0]], bins=10, range=(0.0, 1.0))[0].tolist()
     return out

@@ -1,0 +1,1 @@
+"""The conformance suite: real engines, forced rejection positions, token-by-token baselines."""
