@@ -189,6 +189,32 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--out", default=None, help="also write audit.json and audit.md to this folder")
     aud.add_argument("--json", action="store_true", help="print JSON")
 
+    conf = sub.add_parser(
+        "conform",
+        help="run the conformance suite on a real engine",
+        description="Drive an engine (built-in: reference, reference-paged, hf-assisted, hf-lookup; or "
+        "module:factory) in its own process with a time limit per request, force rejections at "
+        "chosen positions, and test its outputs against the target's token-by-token "
+        "conditionals with declared false-alarm rate and power.",
+    )
+    conf.add_argument("--engine", required=True, metavar="NAME|MODULE:FACTORY")
+    conf.add_argument("--device", default="cpu", help="device passed to the engine factory (default cpu)")
+    conf.add_argument("--quick", action="store_true", help="smaller samples and fewer settings (a smoke run)")
+    conf.add_argument("--check", action="append", default=[], metavar="NAME", help="run only these checks")
+    conf.add_argument("--seed", type=_int_at_least("--seed", 0), default=0)
+    conf.add_argument(
+        "--design",
+        choices=("planned", "sequential"),
+        default="planned",
+        help="planned sample sizes, or a sequential first-token test that stops at the first evidence",
+    )
+    conf.add_argument("--alpha", type=float, default=1e-6, help="family-wise false-alarm rate (default 1e-6)")
+    conf.add_argument("--size", default=None, help="tiny model size for built-in engines: ci, small, 1b")
+    conf.add_argument("--mutation", action="append", default=[], help=argparse.SUPPRESS)
+    conf.add_argument("--timeout", type=float, default=300.0, help="time limit per request in seconds")
+    conf.add_argument("--out", default=None, help="report folder (report.json/.md/.html, junit.xml)")
+    conf.add_argument("--json", action="store_true", help="print the report as JSON")
+
     check = sub.add_parser(
         "check",
         help="run everything on built-in defaults and write a report folder",
@@ -407,7 +433,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
     unknown: list[str] = []
 
     _progress(f"verispec check: writing {args.out}/ (report.md, report.json, results.jsonl)")
-    _progress(f"[1/4] the seed articles' numbers ({len(SEED_CHECKS)} checks)")
+    _progress(f"[1/5] the seed articles' numbers ({len(SEED_CHECKS)} checks)")
     for seed_check in SEED_CHECKS:
         result = seed_check()
         report.add("seeds", result.to_json())
@@ -417,7 +443,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
 
     general = theorems_for(None)
     _progress(
-        f"[2/4] symbolic theorems ({len(general)} general; the rest run with their verifier) "
+        f"[2/5] symbolic theorems ({len(general)} general; the rest run with their verifier) "
         "and expected lengths"
     )
     for theorem in general:
@@ -450,7 +476,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
 
     from verispec.smt.catalog import CATALOG, run_catalog
 
-    _progress(f"[3/4] SMT: {len(CATALOG)} mask, position, crop, draft-sync, paged-cache and tree conventions")
+    _progress(f"[3/5] SMT: {len(CATALOG)} mask, position, crop, draft-sync, paged-cache and tree conventions")
     smt_width = max(len(e.name) for e in CATALOG)
 
     def record_smt(r: Any) -> None:
@@ -465,7 +491,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
 
     names = registry.names()
     width = max(len(n) for n in names)
-    _progress(f"[4/4] {len(names)} verifiers with {args.jobs} process(es), seed {budget.seed}")
+    _progress(f"[4/5] {len(names)} verifiers with {args.jobs} process(es), seed {budget.seed}")
 
     def record(result: Any) -> None:
         report.add("prove", result.to_json())
@@ -474,6 +500,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
         _progress("  " + _result_line(result, width))
 
     results = prove(names, budget, jobs=args.jobs, on_result=record)
+    conformance = _check_conformance(args, report, failures)
     code = _exit_for(results)
     if failures:
         code = ExitCode.NON_CONFORMANCE
@@ -489,6 +516,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
         "controls refuted": f"{sum(r.ok for r in controls)}/{len(controls)}",
         "seed checks": f"{sum(s['ok'] for s in seeds)}/{len(SEED_CHECKS)}",
         "smt conventions": f"{sum(r['ok'] for r in report.data['sections'].get('smt', []))}/{len(CATALOG)}",
+        "engines conforming": conformance,
         "seconds": round(time.perf_counter() - started, 1),
     }
     report.finish(verdict, summary)
@@ -498,6 +526,55 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
         _progress(f"  not as expected: {line}")
     _progress(f"report: {args.out}/report.md")
     return code
+
+
+#: Engines the main job runs the conformance suite on, with tiny seeded models.
+CHECK_ENGINES = ("reference", "hf-assisted")
+
+
+def _check_conformance(args: argparse.Namespace, report: Any, failures: list[str]) -> str:
+    """Step 5 of the main job: the conformance suite on the built-in engines; the family-wise
+    false-alarm budget is split between them. Without torch and transformers it is skipped,
+    and the report says so."""
+    import importlib.util
+
+    from verispec.conformance.runner import conform
+    from verispec.stats.constants import SUITE_ALPHA
+
+    mode = "quick" if args.quick else "full"
+    _progress(f"[5/5] conformance ({mode}) of {', '.join(CHECK_ENGINES)} on tiny seeded models")
+    missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
+    if missing:
+        reason = f"skipped: {' and '.join(missing)} not installed (pip install 'verispec[all]')"
+        _progress(f"  --  {reason}")
+        for engine in CHECK_ENGINES:
+            report.add("conformance", {"engine": engine, "verdict": "skip", "reason": reason})
+        return "skipped"
+    passed = 0
+    for engine in CHECK_ENGINES:
+        run = conform(
+            engine,
+            quick=args.quick,
+            alpha=SUITE_ALPHA / len(CHECK_ENGINES),
+            out=os.path.join(args.out, "conformance", engine),
+        )
+        data = run.to_json()
+        report.add(
+            "conformance",
+            {
+                "engine": engine,
+                "verdict": run.verdict,
+                "checks": {r.name: r.status for r in run.results},
+                "wall_seconds": data["performance"]["wall_seconds"],
+                "report": f"conformance/{engine}/report.html",
+            },
+        )
+        statuses = ", ".join(f"{r.name} {r.status}" for r in run.results)
+        _progress(f"  {'ok ' if run.verdict == 'pass' else 'BAD'} {engine}: {statuses}")
+        passed += run.verdict == "pass"
+        bad = [r for r in run.results if r.status in ("fail", "error")]
+        failures += [f"conformance of {engine}: {r.name}: {r.reason}" for r in bad]
+    return f"{passed}/{len(CHECK_ENGINES)}"
 
 
 def _floats(name: str, text: str) -> list[float]:
@@ -568,6 +645,64 @@ def cmd_audit(args: argparse.Namespace) -> ExitCode:
     return ExitCode.NON_CONFORMANCE if result.verdict != "pass" else ExitCode.OK
 
 
+def cmd_conform(args: argparse.Namespace) -> ExitCode:
+    from verispec.conformance.runner import conform
+
+    options: dict[str, Any] = {}
+    if args.size:
+        options["size"] = args.size
+    if args.mutation:
+        options["mutations"] = args.mutation
+
+    live = sys.stderr.isatty() and not args.json
+
+    def tick(check: str, done: int, planned: int) -> None:
+        if live:
+            print(f"\r  ..  {check:<22} {done}/{planned} samples", end="", file=sys.stderr, flush=True)
+
+    def show(r: Any) -> None:
+        if live:
+            print("\r\033[K", end="", file=sys.stderr)
+        if not args.json:
+            mark = {"pass": "ok ", "skip": "-- "}.get(r.status, "BAD")
+            p = "" if r.pvalue is None else f"p={r.pvalue:.3g}"
+            _progress(
+                f"  {mark} {r.name:<22} {r.status:<5} {p:<12} {r.generate_calls:>4} calls "
+                f"{r.seconds:6.1f} s  {r.reason}"
+            )
+
+    if not args.json:
+        _progress(
+            f"conformance of {args.engine} on {args.device}{' (quick)' if args.quick else ''}: "
+            "starting the engine"
+        )
+    run = conform(
+        args.engine,
+        device=args.device,
+        quick=args.quick,
+        seed=args.seed,
+        alpha=args.alpha,
+        checks=args.check or None,
+        options=options,
+        timeout_s=args.timeout,
+        out=args.out,
+        on_result=show,
+        on_progress=tick,
+        design=args.design,
+    )
+    if args.json:
+        from verispec.report import write_json
+
+        write_json(run.to_json())
+    else:
+        perf = run.to_json()["performance"]
+        print(
+            f"verdict: {run.verdict} ({run.name}; {perf['generate_calls']} generate calls, "
+            f"{perf['wall_seconds']} s)" + (f"; report: {args.out}/report.html" if args.out else "")
+        )
+    return {"pass": ExitCode.OK, "fail": ExitCode.NON_CONFORMANCE}.get(run.verdict, ExitCode.INTERNAL_ERROR)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``verispec`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -583,6 +718,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(cmd_plan(args))
         if args.command == "audit":
             return int(cmd_audit(args))
+        if args.command == "conform":
+            return int(cmd_conform(args))
         build_parser().print_help()
         return int(ExitCode.USAGE_ERROR)
     except MissingDependency as exc:

@@ -177,6 +177,19 @@ def _smt(records: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def _conformance(records: list[dict[str, Any]]) -> str:
+    out = ["## Conformance of the built-in engines (tiny seeded models)", ""]
+    rows = []
+    for r in records:
+        checks = r.get("checks") or {}
+        detail = ", ".join(f"{k} {v}" for k, v in checks.items()) if checks else r.get("reason", "")
+        verdict = r["verdict"] if r["verdict"] in ("pass", "skip") else f"**{r['verdict']}**"
+        link = f"[report]({r['report']})" if r.get("report") else ""
+        rows.append([r["engine"], verdict, r.get("wall_seconds", ""), detail, link])
+    out.append(table(["engine", "verdict", "seconds", "checks", "details"], rows))
+    return "\n".join(out)
+
+
 def _generic(name: str, records: list[dict[str, Any]]) -> str:
     out = [f"## {name}", ""]
     for r in records:
@@ -191,6 +204,7 @@ _RENDERERS: dict[str, Callable[[list[dict[str, Any]]], str]] = {
     "seeds": _seeds,
     "lengths": _lengths,
     "optimum": _optimum,
+    "conformance": _conformance,
 }
 
 
