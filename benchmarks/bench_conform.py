@@ -55,9 +55,10 @@ def main() -> None:
         bare = in_process_rate(name, 100)
         mean_tokens = perf["tokens"] / max(perf["generate_calls"], 1)
         print(
-            f"  baseline: the bare engine runs {bare:.1f} requests/s of 24 tokens in-process; the harness "
-            f"delivers {perf['requests_per_second']} requests/s of {mean_tokens:.1f} tokens "
-            f"(ratio {perf['requests_per_second'] / bare:.2f}, start-up included)"
+            f"  baseline: the bare engine runs {bare:.1f} requests/s ({24 * bare:.0f} tokens/s) of 24 "
+            f"tokens in-process; the harness delivers {perf['requests_per_second']} requests/s of "
+            f"{mean_tokens:.1f} tokens ({perf['tokens_per_second']} tokens/s, ratio "
+            f"{perf['tokens_per_second'] / (24 * bare):.2f}, start-up, baselines and statistics included)"
         )
 
 

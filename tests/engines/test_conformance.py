@@ -57,7 +57,10 @@ CAUGHT = [
     ("eos-budget-first", "eos-length"),
     ("vocab-overflow", "ids-in-vocab"),
     ("missing-bonus", "acceptance-accounting"),
+    ("draft-no-catch-up", "acceptance-accounting"),
     ("unseeded", "determinism"),
+    ("ragged-shared-offset", "ragged-batch"),
+    ("batch-order-by-length", "ragged-batch"),
 ]
 
 
@@ -131,6 +134,15 @@ class TestEnginesDefinedElsewhere:
         )
         assert len(run.results) == 3
         assert any(message in r.reason for r in run.results if r.status == "fail")
+
+    def test_batches_are_compared_with_single_requests(self) -> None:
+        good = conform("tests.fixtures.my_engine:make_batch", quick=True, checks=["ragged-batch"])
+        assert good.results[0].status == "pass", good.results[0].to_json()
+        # no round statistics: raggedness cannot be shown, and the reason says so
+        assert "an unknown number of ragged rounds" in good.results[0].reason
+        short = conform("tests.fixtures.my_engine:make_short_batch", quick=True, checks=["ragged-batch"])
+        assert short.results[0].status == "fail"
+        assert "answered 5 completions for a batch of 6 requests" in short.results[0].reason
 
     def test_a_hanging_engine_hits_the_time_limit(self) -> None:
         run = conform(

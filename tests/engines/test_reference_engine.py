@@ -75,8 +75,59 @@ class TestTorchLM:
             plain = pair.target(torch.tensor([[*prompt, 4, 10, 2]])).logits[0, -1].float()
         assert (out[-1] - plain).abs().max().item() < LOGIT_TOLERANCE
 
+    @pytest.mark.parametrize("page_size", [None, 3])
+    def test_a_ragged_batch_pass_equals_each_row_alone(self, pair, page_size) -> None:
+        """Rows of different lengths (one of them idle), a crop in one row, then a second
+        ragged pass: every row's logits are those of the row run on its own cache."""
+        lm = TorchLM(pair.target)
+        first = [[5, 6, 7], [8, 9, 10, 11, 12, 13], [4], [20, 21]]
+        second = [[1, 2], [], [3, 4, 5], [6]]
+        batch = lm.new_batch_cache(4, 32, page_size)
+        alone = [lm.new_cache(32, page_size) for _ in first]
+        with torch.no_grad():
+            outs = lm.batch_causal_forward(first, batch)
+            for tokens, cache, out in zip(first, alone, outs, strict=True):
+                single = lm.causal_forward(torch.tensor(tokens), cache)
+                assert (single - out).abs().max().item() < LOGIT_TOLERANCE
+            batch.crop(0, 2)
+            alone[0].crop(2)
+            outs = lm.batch_causal_forward(second, batch)
+            for tokens, cache, out in zip(second, alone, outs, strict=True):
+                if tokens:
+                    single = lm.causal_forward(torch.tensor(tokens), cache)
+                    assert (single - out).abs().max().item() < LOGIT_TOLERANCE
+                else:
+                    assert out.shape[0] == 0
+        assert batch.lengths == [c.length for c in alone] == [4, 6, 4, 3]
+
+
+PROMPTS = [(5, 6, 7), (8, 9, 10, 11, 12, 13), (4, 9), (20, 21, 3, 11), (22,), (7, 7, 7, 7, 7, 7, 7)]
+
 
 class TestReferenceEngine:
+    @pytest.mark.parametrize("temperature", [0.0, 1.0])
+    def test_a_batch_gives_each_request_its_own_tokens(self, pair, temperature) -> None:
+        engine = ReferenceEngine(pair.target, pair.draft, max_batch=4)  # two batches: 4 + 2 rows
+        requests = [Request(p, 20, Sampling(temperature), seed=i) for i, p in enumerate(PROMPTS)]
+        together = engine.generate(requests)
+        alone = [engine.generate([r])[0] for r in requests]
+        assert [c.tokens for c in together] == [c.tokens for c in alone]
+        accepted = {tuple(c.rounds[i].accepted for c in together[:4]) for i in range(3)}
+        assert any(len(set(a)) > 1 for a in accepted), "the batch never had ragged acceptance"
+
+    @pytest.mark.parametrize("mutation", ["ragged-shared-offset", "batch-order-by-length"])
+    def test_batch_mutations_change_batched_rows_only(self, pair, mutation) -> None:
+        engine = ReferenceEngine(pair.target, pair.draft, mutations=[mutation])
+        requests = [Request(p, 20, Sampling(0.0)) for p in PROMPTS]
+        clean = ReferenceEngine(pair.target, pair.draft).generate(requests)
+        assert [engine.generate([r])[0].tokens for r in requests] == [c.tokens for c in clean]
+        assert [c.tokens for c in engine.generate(requests)] != [c.tokens for c in clean]
+
+    def test_prompt_ids_outside_the_vocabulary(self, pair) -> None:
+        engine = ReferenceEngine(pair.target, pair.draft)
+        with pytest.raises(UsageError, match=r"requests\[1\]\.prompt holds id 30 outside the vocabulary"):
+            engine.generate([Request((3,), 2), Request((4, 30), 2)])
+
     def test_greedy_speculative_equals_plain_decoding(self, pair) -> None:
         engine = ReferenceEngine(pair.target, pair.draft)
         prompt = (3, 5, 7, 11)

@@ -35,6 +35,8 @@ EFFECT_KS = 0.1
 POWER = 0.99
 #: Logit-margin below which a greedy mismatch is excused (fp32 rounding, stated, never loosened).
 GREEDY_MARGIN = 1e-4
+#: Requests per generate call for engines with the ``batch`` capability.
+BATCH = 8
 
 
 def dkw_sample_size(effect: float, alpha: float, power: float, tests: int = 1) -> int:
@@ -99,8 +101,22 @@ class Context:
         rng = _random.Random(f"verispec-conform:{self.seed}:{salt}")
         return [tuple(rng.randrange(3, self.vocab) for _ in range(length)) for _ in range(count)]
 
+    @property
+    def batch_size(self) -> int:
+        """Requests per generate call: a batch where the engine takes one."""
+        return BATCH if "batch" in self.engine.capabilities else 1
+
     def run(self, request: Request) -> Completion:
-        completion = self.engine.generate(request)
+        return self._validate(request, self.engine.generate(request))
+
+    def run_many(self, requests: list[Request]) -> list[Completion]:
+        """The requests in one batch where the engine takes batches, else one by one."""
+        if len(requests) > 1 and "batch" in self.engine.capabilities:
+            completions = self.engine.generate_many(requests)
+            return [self._validate(r, c) for r, c in zip(requests, completions, strict=True)]
+        return [self.run(r) for r in requests]
+
+    def _validate(self, request: Request, completion: Completion) -> Completion:
         self.seen.append((request, completion))
         bad = [t for t in completion.tokens if not (isinstance(t, int) and 0 <= t < self.vocab)]
         if bad:
@@ -168,34 +184,37 @@ def _greedy_baseline(ctx: Context, prompt: tuple[int, ...], tokens: list[int]) -
     return None, math.inf
 
 
+def _divergence(
+    ctx: Context, prompt: tuple[int, ...], tokens: list[int], other: list[int] | None, against: str
+) -> dict[str, Any] | None:
+    """Where greedy ``tokens`` first leave ``other`` (another run's tokens; ``None``: the
+    baseline's argmax path), with the baseline's logit margin at that step."""
+    if other is None:
+        where, margin = _greedy_baseline(ctx, prompt, tokens)
+        if where is None:
+            return None
+    else:
+        if other == tokens:
+            return None
+        pairs = zip([*other, -1], [*tokens, -1], strict=False)
+        where = next(i for i, (a, b) in enumerate(pairs) if a != b)
+        _, margin = _greedy_baseline(ctx, prompt, tokens[:where] + other[where : where + 1])
+    return {"prompt": list(prompt), "position": where, "margin": margin, "against": against}
+
+
 def _greedy_equivalence(ctx: Context, check: Check) -> CheckResult:
     mismatches: list[dict[str, Any]] = []
     excused: list[dict[str, Any]] = []
     prompts = ctx.prompts(3 if ctx.quick else 8, "greedy")
     for prompt in prompts:
         spec = ctx.run(Request(prompt, 24, Sampling(0.0), seed=ctx.seed))
-        where, margin = _greedy_baseline(ctx, prompt, spec.tokens)
-        if where is not None:
-            entry = {
-                "prompt": list(prompt),
-                "position": where,
-                "margin": margin,
-                "against": "token-by-token baseline",
-            }
-            (excused if margin < GREEDY_MARGIN else mismatches).append(entry)
+        found = [_divergence(ctx, prompt, spec.tokens, None, "token-by-token baseline")]
         if "non-speculative" in ctx.engine.capabilities:
             plain = ctx.run(Request(prompt, 24, Sampling(0.0), seed=ctx.seed, speculative=False))
-            if plain.tokens != spec.tokens:
-                pairs = zip([*plain.tokens, -1], [*spec.tokens, -1], strict=False)
-                at = next(i for i, (a, b) in enumerate(pairs) if a != b)
-                _, margin = _greedy_baseline(ctx, prompt, spec.tokens[:at] + plain.tokens[at : at + 1])
-                entry = {
-                    "prompt": list(prompt),
-                    "position": at,
-                    "margin": margin,
-                    "against": "non-speculative decoding",
-                }
-                (excused if margin < GREEDY_MARGIN else mismatches).append(entry)
+            found.append(_divergence(ctx, prompt, spec.tokens, plain.tokens, "non-speculative decoding"))
+        for entry in found:
+            if entry is not None:
+                (excused if entry["margin"] < GREEDY_MARGIN else mismatches).append(entry)
     details = {"mismatches": mismatches, "excused_near_ties": excused, "margin_tolerance": GREEDY_MARGIN}
     if mismatches:
         m = mismatches[0]
@@ -251,20 +270,20 @@ def _pit_check(
         tokens_so_far = 0
         k = 0
         while tokens_so_far < n_needed:
-            prompt = ctx.prompts(1, f"{salt}:{c_index}:{k}")[0]
-            script = scripts[k % len(scripts)]
-            completion = ctx.run(
+            batch = [
                 Request(
-                    prompt,
+                    ctx.prompts(1, f"{salt}:{c_index}:{j}")[0],
                     per_request,
                     sampling,
-                    seed=ctx.seed * 100_003 + c_index * 10_007 + k,
-                    script=script,
+                    seed=ctx.seed * 100_003 + c_index * 10_007 + j,
+                    script=scripts[j % len(scripts)],
                 )
-            )
-            sequences.append((prompt, completion.tokens))
-            tokens_so_far += len(completion.tokens)
-            k += 1
+                for j in range(k, k + ctx.batch_size)
+            ]
+            for request, completion in zip(batch, ctx.run_many(batch), strict=True):
+                sequences.append((request.prompt, completion.tokens))
+                tokens_so_far += len(completion.tokens)
+            k += len(batch)
             ctx.tick(c_index * n_needed + tokens_so_far, len(configs) * n_needed)
         target_rows: dict[tuple[int, ...], list[float]] = {}
         draft_rows: dict[tuple[int, ...], list[float]] = {}
@@ -371,16 +390,19 @@ def _first_token_law(ctx: Context, check: Check) -> CheckResult:
         counts: dict[int, int] = {}
         i = 0
         while (sequential.decision is None) if sequential else (i < n):
-            seed = ctx.seed * 1_000_003 + index * 100_003 + i
-            token = ctx.run(Request(prompt, 1, sampling, seed=seed)).tokens
-            i += 1
-            if not token:
-                return _result(check, ctx, "fail", f"{label}: the engine returned no token")
-            counts[token[0]] = counts.get(token[0], 0) + 1
-            if sequential:
-                sequential.update(token[0])
-            if i % 64 == 0:
-                ctx.tick(i, n)
+            size = ctx.batch_size if sequential else min(ctx.batch_size, n - i)
+            seeds = [ctx.seed * 1_000_003 + index * 100_003 + j for j in range(i, i + size)]
+            for completion in ctx.run_many([Request(prompt, 1, sampling, seed=s) for s in seeds]):
+                if not completion.tokens:
+                    return _result(check, ctx, "fail", f"{label}: the engine returned no token")
+                if sequential and sequential.decision is not None:
+                    break  # the e-process has stopped: later tokens of the batch are not used
+                i += 1
+                token = completion.tokens[0]
+                counts[token] = counts.get(token, 0) + 1
+                if sequential:
+                    sequential.update(token)
+            ctx.tick(i, n)
         total += i
         sizes[label] = i
         if sequential:
@@ -493,10 +515,51 @@ def _survival_summary(measured: list[int], predicted: list[list[float]]) -> dict
     }
 
 
+def _greedy_draft_path(ctx: Context) -> tuple[list[dict[str, Any]], int]:
+    """At temperature 0 every reported draft must be the draft model's argmax after the
+    round's prefix and the drafts before it (a draft cache left behind or shifted changes
+    it). Returns the unexcused mismatches and the number of drafts compared."""
+    import numpy as np
+
+    mismatches: list[dict[str, Any]] = []
+    compared = 0
+    for prompt in ctx.prompts(3 if ctx.quick else 6, "draft-path"):
+        c = ctx.run(Request(prompt, 24, Sampling(0.0), seed=ctx.seed))
+        sequence = [*prompt, *c.tokens]
+        for index, r in enumerate(c.rounds or []):
+            if not r.drafts or r.start > len(sequence):
+                continue
+            rows = np.asarray(ctx.engine.logits_along("draft", tuple(sequence[: r.start]), list(r.drafts)))
+            for i, (draft, row) in enumerate(zip(r.drafts, rows, strict=True)):
+                compared += 1
+                best = int(np.argmax(row))
+                if draft != best:
+                    margin = float(row[best] - row[draft])
+                    if margin >= GREEDY_MARGIN:
+                        mismatches.append(
+                            {"prompt": list(prompt), "round": index, "draft": i, "margin": margin}
+                        )
+    return mismatches, compared
+
+
 def _acceptance_accounting(ctx: Context, check: Check) -> CheckResult:
     """Per round, the first draft's acceptance against sum min(p, q) from the models at the
-    round's prefix (a z-test over rounds), and the round contract: accepted + 1 committed."""
+    round's prefix (a z-test over rounds), and the round contract: accepted + 1 committed.
+    First, at temperature 0, the drafts against the draft model's argmax path."""
     from scipy import stats
+
+    path_mismatches, path_compared = _greedy_draft_path(ctx)
+    if path_mismatches:
+        m = path_mismatches[0]
+        return _result(
+            check,
+            ctx,
+            "fail",
+            f"greedy draft {m['draft']} of round {m['round']} (prompt {m['prompt']}) is not the draft "
+            f"model's argmax (logit margin {m['margin']:.3g}); {len(path_mismatches)} of "
+            f"{path_compared} drafts differ: the draft's cache or positions are off",
+            details={"draft_path_mismatches": path_mismatches[:20], "drafts_compared": path_compared},
+        )
 
     sampling = Sampling(1.0)
     alpha = ctx.alpha
@@ -590,6 +653,7 @@ def _acceptance_accounting(ctx: Context, check: Check) -> CheckResult:
         "drafts_after_full_acceptance": len(draft_pits),
         "q_contract_pvalue": p_drafts,
         "survival": _survival_summary(measured_k, predicted_k),
+        "greedy_drafts_compared": path_compared,
     }
     kw = dict(
         alpha=alpha,
@@ -625,6 +689,68 @@ def _determinism(ctx: Context, check: Check) -> CheckResult:
         if a.tokens != b.tokens:
             return _result(check, ctx, "fail", f"the same request and seed gave {a.tokens} and {b.tokens}")
     return _result(check, ctx, "pass", "two requests repeated with their seeds gave the same tokens")
+
+
+def _ragged_rounds(completions: list[Completion]) -> int | None:
+    """Rounds (by index) in which the rows still running accepted different numbers of
+    drafts; ``None`` when the engine reports no rounds."""
+    if any(c.rounds is None for c in completions):
+        return None
+    rounds = [c.rounds or [] for c in completions]
+    deepest = max((len(r) for r in rounds), default=0)
+    return sum(len({r[i].accepted for r in rounds if i < len(r)}) > 1 for i in range(deepest))
+
+
+def _ragged_batch(ctx: Context, check: Check) -> CheckResult:
+    """Greedy rows of one batch with prompts of different lengths (so lengths and acceptance
+    are ragged) against the same requests run alone and against the baseline."""
+    rows = 6
+    budget = 16 if ctx.quick else 32
+    requests = [
+        Request(ctx.prompts(1, f"ragged:{i}", length=1 + i)[0], budget, Sampling(0.0), seed=ctx.seed)
+        for i in range(rows)
+    ]
+    batched = ctx.run_many(requests)
+    alone = [ctx.run(r) for r in requests]
+    mismatches: list[dict[str, Any]] = []
+    excused: list[dict[str, Any]] = []
+    for row, (request, together, single) in enumerate(zip(requests, batched, alone, strict=True)):
+        for entry in (
+            _divergence(ctx, request.prompt, together.tokens, single.tokens, "the same request alone"),
+            _divergence(ctx, request.prompt, together.tokens, None, "token-by-token baseline"),
+        ):
+            if entry is not None:
+                entry["row"] = row
+                (excused if entry["margin"] < GREEDY_MARGIN else mismatches).append(entry)
+    ragged = _ragged_rounds(batched)
+    details = {
+        "rows": rows,
+        "ragged_rounds": ragged,
+        "mismatches": mismatches,
+        "excused_near_ties": excused,
+        "margin_tolerance": GREEDY_MARGIN,
+    }
+    if mismatches:
+        m = mismatches[0]
+        return _result(
+            check,
+            ctx,
+            "fail",
+            f"batch row {m['row']} leaves {m['against']} at token {m['position']} "
+            f"(logit margin {m['margin']:.3g})",
+            details=details,
+        )
+    if ragged == 0:
+        reason = "no round had ragged acceptance: the ragged path was not exercised"
+        return _result(check, ctx, "skip", reason, details=details)
+    shown = "an unknown number of" if ragged is None else str(ragged)
+    return _result(
+        check,
+        ctx,
+        "pass",
+        f"{rows} batch rows with {shown} ragged rounds equal each request alone and the baseline",
+        details=details,
+    )
 
 
 CHECKS: tuple[Check, ...] = (
@@ -690,11 +816,11 @@ CHECKS: tuple[Check, ...] = (
     ),
     Check(
         "acceptance-accounting",
-        "first-draft acceptance matches sum min(p, q) from the models; each round "
-        "commits accepted + 1 tokens",
+        "greedy drafts follow the draft model's argmax path; first-draft acceptance matches "
+        "sum min(p, q) from the models; each round commits accepted + 1 tokens",
         frozenset({"round-stats", "draft-model"}),
         True,
-        ("missing-bonus",),
+        ("missing-bonus", "draft-no-catch-up"),
         _acceptance_accounting,
     ),
     Check(
@@ -704,5 +830,14 @@ CHECKS: tuple[Check, ...] = (
         False,
         ("unseeded",),
         _determinism,
+    ),
+    Check(
+        "ragged-batch",
+        "greedy rows of one batch with ragged lengths and acceptance equal the same requests "
+        "run alone and the token-by-token baseline",
+        frozenset({"batch"}),
+        False,
+        ("ragged-shared-offset", "batch-order-by-length"),
+        _ragged_batch,
     ),
 )

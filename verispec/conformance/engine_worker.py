@@ -133,6 +133,9 @@ def main() -> int:
             elif op == "generate":
                 completion = engine.generate([Request.from_json(message["request"])])[0]
                 answer = {"completion": completion.to_json()}
+            elif op == "generate_batch":
+                completions = engine.generate([Request.from_json(r) for r in message["requests"]])
+                answer = {"completions": [c.to_json() for c in completions]}
             elif op == "logits_along":
                 answer = _logits_along(engine, message["model"], message["prompt"], message["tokens"])
             else:

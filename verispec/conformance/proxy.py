@@ -133,6 +133,23 @@ class EngineProxy:
         self.calls += 1
         return Completion.from_json(self._ask({"op": "generate", "request": request.to_json()})["completion"])
 
+    def generate_many(self, requests: list[Request]) -> list[Completion]:
+        """One generate call for a whole batch (engines with the ``batch`` capability); the
+        time limit is the per-request limit times the batch size. ``calls`` counts requests."""
+        if len(requests) == 1:
+            return [self.generate(requests[0])]
+        self.calls += len(requests)
+        limit, self.timeout_s = self.timeout_s, self.timeout_s * len(requests)
+        try:
+            answer = self._ask({"op": "generate_batch", "requests": [r.to_json() for r in requests]})
+        finally:
+            self.timeout_s = limit
+        completions = answer.get("completions")
+        if not isinstance(completions, list) or len(completions) != len(requests):
+            got = len(completions) if isinstance(completions, list) else completions
+            raise EngineError(f"answered {got} completions for a batch of {len(requests)} requests")
+        return [Completion.from_json(c) for c in completions]
+
     def logits_along(self, model: str, prompt: tuple[int, ...], tokens: list[int]) -> Any:
         """The ``model``'s logits predicting each of ``tokens`` (a float32 array, one row each)."""
         import base64

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from verispec.core.random import SeededRandom
@@ -41,6 +42,9 @@ MUTATIONS: dict[str, str] = {
     "vocab-overflow": "a correction id outside the vocabulary when the residual's last bin wins (vLLM GHSA)",
     "unseeded": "ignores the request seed (not reproducible)",
     "draft-temperature-ignored": "drafts sampled at T=1 while q is declared at the request's T (dflash #74)",
+    # batches with ragged acceptance
+    "ragged-shared-offset": "every row's cache advanced by the first row's accepted count (mlx-vlm #1155)",
+    "batch-order-by-length": "verify rows matched to requests in length order, not batch order (vLLM #14645)",
     # tree mode
     "tree-sibling-visible": "tree mask lets siblings attend to each other",
     "tree-depth-mask": "a position-causal mask used as the tree mask (depth(y) <= depth(x))",
@@ -67,6 +71,37 @@ def _probs(logits: Any, config: Any) -> list[float]:
     return [float(v) for v in apply_float(row, config)]
 
 
+@dataclass
+class _Row:
+    """One request's state in a batch of chain rounds."""
+
+    request: Request
+    rand: SeededRandom
+    config: Any
+    draft_config: Any
+    verify: Callable[..., Any]
+    committed: list[int]
+    out: list[int] = field(default_factory=list)
+    rounds: list[RoundStat] = field(default_factory=list)
+    done: Completion | None = None
+
+    @classmethod
+    def start(cls, request: Request, engine: ReferenceEngine) -> _Row:
+        config = request.sampling.config()
+        ignored = "draft-temperature-ignored" in engine.mutations
+        row = cls(
+            request,
+            SeededRandom(engine._seed(request)),
+            config,
+            config.without_temperature() if ignored else config,
+            engine._verify_fn(config.is_greedy),
+            list(request.prompt),
+        )
+        if request.max_new_tokens <= 0:
+            row.done = Completion([], "length", [])
+        return row
+
+
 class ReferenceEngine:
     """Speculative decoding with ``gamma`` drafts per round (see the module docstring)."""
 
@@ -80,7 +115,10 @@ class ReferenceEngine:
         mutations: Sequence[str] = (),
         name: str = "reference",
         tree: Sequence[int] | None = None,
+        max_batch: int = 8,
     ) -> None:
+        if not isinstance(max_batch, int) or max_batch < 1:
+            raise UsageError(f"max_batch={max_batch!r} must be an integer >= 1")
         for m in mutations:
             if m not in MUTATIONS:
                 raise UsageError(f"mutation={m!r} is not one of {', '.join(MUTATIONS)}")
@@ -100,12 +138,13 @@ class ReferenceEngine:
         self.tree = tuple(tree) if tree is not None else None
         self.gamma = len(self.tree) if self.tree else gamma  # the longest path a round can accept
         self.page_size = page_size
+        self.max_batch = max_batch
         self.mutations = frozenset(mutations)
         self.name = name + (f"[{','.join(sorted(self.mutations))}]" if self.mutations else "")
         self.vocab_size = int(target.config.vocab_size)
         # the "unseeded" mutant still claims "seeded": that claim is what the check tests
         self.capabilities = frozenset(
-            {"scripted-drafts", "round-stats", "non-speculative", "draft-model", "seeded"}
+            {"scripted-drafts", "round-stats", "non-speculative", "draft-model", "seeded", "batch"}
             if self.tree is None
             # per-round accounting and scripts are chain-shaped; a tree engine offers neither
             else {"non-speculative", "seeded"}
@@ -135,7 +174,26 @@ class ReferenceEngine:
 
     # ------------------------------------------------------------------ decoding
     def generate(self, requests: list[Request]) -> list[Completion]:
-        return [self._one(r) for r in requests]
+        """Non-speculative and tree requests run one by one; speculative chain requests run
+        together in batches of up to ``max_batch`` rows."""
+        for i, r in enumerate(requests):
+            if len(r.prompt) < 1:
+                raise UsageError(f"requests[{i}].prompt=() is empty")
+            bad = [t for t in r.prompt if not 0 <= t < self.vocab_size]
+            if bad:
+                raise UsageError(
+                    f"requests[{i}].prompt holds id {bad[0]} outside the vocabulary 0..{self.vocab_size - 1}"
+                )
+        results: list[Completion | None] = [None] * len(requests)
+        chain = [i for i, r in enumerate(requests) if r.speculative and self.tree is None]
+        for i, r in enumerate(requests):
+            if i not in chain:
+                results[i] = self._one(r)
+        for start in range(0, len(chain), self.max_batch):
+            part = chain[start : start + self.max_batch]
+            for i, completion in zip(part, self._chain([requests[i] for i in part]), strict=True):
+                results[i] = completion
+        return [c for c in results if c is not None]
 
     def _verify_fn(self, greedy: bool) -> Callable[..., Any]:
         if greedy:
@@ -145,12 +203,13 @@ class ReferenceEngine:
                 return registry.get(m).verify
         return registry.get("token-level").verify
 
+    def _seed(self, request: Request) -> int:
+        return int(time.time_ns() % 2**31) if "unseeded" in self.mutations else request.seed
+
     def _one(self, request: Request) -> Completion:
+        """A non-speculative or tree request, alone."""
         torch = self.torch
-        if len(request.prompt) < 1:
-            raise UsageError("prompt=() is empty")
-        seed = int(time.time_ns() % 2**31) if "unseeded" in self.mutations else request.seed
-        rand = SeededRandom(seed)
+        rand = SeededRandom(self._seed(request))
         config = request.sampling.config()
         capacity = len(request.prompt) + request.max_new_tokens + 2 * self.gamma + 4
         t_cache = self.lm_target.new_cache(capacity, self.page_size)
@@ -160,82 +219,122 @@ class ReferenceEngine:
         def tensor(tokens: list[int]) -> Any:
             return torch.tensor(tokens, device=self.lm_target.device)
 
-        visible = ix.wrong_visible_top_left if "top-left-mask" in self.mutations else ix.visible
         with torch.no_grad():
             if len(prompt) > 1:
                 self.lm_target.causal_forward(tensor(prompt[:-1]), t_cache)
                 self.lm_draft.causal_forward(tensor(prompt[:-1]), d_cache)
             if not request.speculative:
                 return self._plain(request, prompt, t_cache, rand, config, tensor)
-            if self.tree is not None:
-                return self._tree_decode(request, prompt, t_cache, rand, config, tensor)
-            committed = list(prompt)
-            out: list[int] = []
-            rounds: list[RoundStat] = []
-            verify = self._verify_fn(config.is_greedy)
-            draft_config = (
-                config.without_temperature() if "draft-temperature-ignored" in self.mutations else config
-            )
-            while len(out) < request.max_new_tokens:
-                L = len(committed)
-                drafts: list[int] = []
-                q_rows: list[list[float]] = []
+            return self._tree_decode(request, prompt, t_cache, rand, config, tensor)
+
+    def _chain(self, requests: list[Request]) -> list[Completion]:
+        """Speculative chain rounds for a batch of requests: every draft step and every
+        verify pass is one batched forward over the rows still running, whose lengths are
+        ragged (each row accepts its own number of drafts). Each row keeps its own seeded
+        random stream, so a row's tokens do not depend on its batch."""
+        torch = self.torch
+        rows = [_Row.start(r, self) for r in requests]
+        capacity = max(len(r.prompt) + r.max_new_tokens for r in requests) + 2 * self.gamma + 4
+        t_cache = self.lm_target.new_batch_cache(len(rows), capacity, self.page_size)
+        d_cache = self.lm_draft.new_batch_cache(len(rows), capacity, self.page_size)
+        visible = ix.wrong_visible_top_left if "top-left-mask" in self.mutations else ix.visible
+        position = ix.wrong_position_reset if "positions-reset" in self.mutations else ix.query_position
+        sync = ix.wrong_draft_sync_no_catch_up if "draft-no-catch-up" in self.mutations else ix.draft_sync
+        with torch.no_grad():
+            prefill = [list(r.request.prompt[:-1]) for r in rows]
+            self.lm_target.batch_causal_forward(prefill, t_cache)
+            self.lm_draft.batch_causal_forward(prefill, d_cache)
+            while True:
+                live = [b for b, r in enumerate(rows) if r.done is None]
+                if not live:
+                    break
+                starts = {b: len(rows[b].committed) for b in live}
+                drafts: dict[int, list[int]] = {b: [] for b in live}
+                q_rows: dict[int, list[list[float]]] = {b: [] for b in live}
                 for i in range(self.gamma):
-                    feed = committed[-1] if i == 0 else drafts[-1]
-                    logits = self.lm_draft.causal_forward(tensor([feed]), d_cache)[-1]
-                    q_true = _probs(logits, draft_config)
-                    q = self._scripted(request, committed, drafts, i, config) if request.script else None
-                    row = q_true if q is None else q
-                    drafts.append(rand.categorical(row))
-                    q_rows.append(_probs(logits, config) if q is None else q)
-                position = (
-                    ix.wrong_position_reset if "positions-reset" in self.mutations else ix.query_position
+                    feed = [
+                        [] if b not in drafts else [rows[b].committed[-1] if i == 0 else drafts[b][-1]]
+                        for b in range(len(rows))
+                    ]
+                    laws = self.lm_draft.batch_causal_forward(feed, d_cache)
+                    for b in live:
+                        row = rows[b]
+                        q_true = _probs(laws[b][-1], row.draft_config)
+                        q = (
+                            self._scripted(row.request, row.committed, drafts[b], i, row.config)
+                            if row.request.script
+                            else None
+                        )
+                        drafts[b].append(row.rand.categorical(q_true if q is None else q))
+                        q_rows[b].append(_probs(laws[b][-1], row.config) if q is None else q)
+                verify_feed = [
+                    [rows[b].committed[-1], *drafts[b]] if b in drafts else [] for b in range(len(rows))
+                ]
+                logits = self.lm_target.batch_causal_forward(
+                    verify_feed, t_cache, visible=visible, position=position
                 )
-                verify_tokens = tensor([committed[-1], *drafts])
-                logits = self.lm_target.causal_forward(
-                    verify_tokens, t_cache, visible=visible, position=position
-                )
-                p_rows = [_probs(logits[r], config) for r in range(self.gamma + 1)]
-                block = [int(t) for t in verify(p_rows, q_rows, drafts, rand)]
-                kept = len(block) - 1  # drafts whose KV the caches keep
-                accepted = self.gamma if ("missing-bonus" in self.mutations and block == drafts) else kept
-                if "vocab-overflow" in self.mutations and kept < self.gamma:
-                    residual = [max(a - b, 0.0) for a, b in zip(p_rows[kept], q_rows[kept], strict=True)]
-                    if block[-1] == max(t for t, v in enumerate(residual) if v > 0):
-                        # the masked tail of the last tile wins the tie-break; the id is returned
-                        # to the caller, and the request ends there (it cannot be fed back)
-                        return Completion([*out, *block[:-1], self.vocab_size], "length", rounds)
-                # truncation at the first stop id and at the budget
-                eos = next((i for i, t in enumerate(block) if t in request.stop_ids), len(block))
-                budget = request.max_new_tokens - len(out)
-                if "eos-budget-first" in self.mutations:
-                    count = ix.wrong_truncation_budget_first(len(block), eos, budget)
-                elif "no-eos-crop" in self.mutations:
-                    count = min(len(block), budget)
-                else:
-                    count = ix.committed_count(len(block), eos, budget)
-                block = block[:count]
-                rounds.append(RoundStat(L, accepted, len(block), tuple(drafts)))
-                # caches: crop the target, synchronise the draft
-                crop = ix.target_crop_length(L, kept)
-                if "crop-plus-one" in self.mutations:
-                    crop = min(ix.wrong_crop_plus_one(L, kept), t_cache.length)
-                t_cache.crop(crop)
-                sync = (
-                    ix.wrong_draft_sync_no_catch_up
-                    if "draft-no-catch-up" in self.mutations
-                    else ix.draft_sync
-                )
-                d_crop, catch_up = sync(L, self.gamma, kept)
-                d_cache.crop(d_crop)
-                if catch_up:
-                    self.lm_draft.causal_forward(tensor(drafts[self.gamma - catch_up :]), d_cache)
-                committed += block
-                out += block
-                stopped = any(t in request.stop_ids for t in block)
-                if stopped and "no-eos-crop" not in self.mutations:
-                    return Completion(out, "stop", rounds)
-        return Completion(out, "length", rounds)
+                if "batch-order-by-length" in self.mutations:
+                    # verify rows handed back in the order of the rows' lengths, not the batch order
+                    order = sorted(live, key=lambda b: starts[b])
+                    logits = list(logits)
+                    taken = {b: logits[b] for b in live}
+                    for b, source in zip(live, order, strict=True):
+                        logits[b] = taken[source]
+                kept: dict[int, int] = {}
+                for b in live:
+                    kept[b] = self._settle(rows[b], starts[b], drafts[b], q_rows[b], logits[b])
+                catch_up_feed: list[list[int]] = [[] for _ in rows]
+                first_kept = kept[live[0]]
+                for b in live:
+                    L = starts[b]
+                    if "ragged-shared-offset" in self.mutations:
+                        # every row advanced by the first live row's block (mlx-vlm PR #1155)
+                        crop = min(ix.next_offset(L - 1, first_kept), t_cache.lengths[b])
+                    elif "crop-plus-one" in self.mutations:
+                        crop = min(ix.wrong_crop_plus_one(L, kept[b]), t_cache.lengths[b])
+                    else:
+                        crop = ix.target_crop_length(L, kept[b])
+                    t_cache.crop(b, crop)
+                    d_crop, catch_up = sync(L, self.gamma, kept[b])
+                    d_cache.crop(b, d_crop)
+                    if catch_up and rows[b].done is None:
+                        catch_up_feed[b] = drafts[b][self.gamma - catch_up :]
+                self.lm_draft.batch_causal_forward(catch_up_feed, d_cache)
+        return [r.done for r in rows if r.done is not None]
+
+    def _settle(self, row: _Row, L: int, drafts: list[int], q_rows: list[list[float]], logits: Any) -> int:
+        """Verify one row's block, commit it (truncated at a stop id and at the budget) and
+        record the round; returns how many drafts the caches keep."""
+        request = row.request
+        p_rows = [_probs(logits[r], row.config) for r in range(self.gamma + 1)]
+        block = [int(t) for t in row.verify(p_rows, q_rows, drafts, row.rand)]
+        kept = len(block) - 1
+        accepted = self.gamma if ("missing-bonus" in self.mutations and block == drafts) else kept
+        if "vocab-overflow" in self.mutations and kept < self.gamma:
+            residual = [max(a - b, 0.0) for a, b in zip(p_rows[kept], q_rows[kept], strict=True)]
+            if block[-1] == max(t for t, v in enumerate(residual) if v > 0):
+                # the masked tail of the last tile wins the tie-break; the id is returned to the
+                # caller, and the request ends there (it cannot be fed back)
+                row.done = Completion([*row.out, *block[:-1], self.vocab_size], "length", row.rounds)
+                return kept
+        eos = next((i for i, t in enumerate(block) if t in request.stop_ids), len(block))
+        budget = request.max_new_tokens - len(row.out)
+        if "eos-budget-first" in self.mutations:
+            count = ix.wrong_truncation_budget_first(len(block), eos, budget)
+        elif "no-eos-crop" in self.mutations:
+            count = min(len(block), budget)
+        else:
+            count = ix.committed_count(len(block), eos, budget)
+        block = block[:count]
+        row.rounds.append(RoundStat(L, accepted, len(block), tuple(drafts)))
+        row.committed += block
+        row.out += block
+        stopped = any(t in request.stop_ids for t in block)
+        if stopped and "no-eos-crop" not in self.mutations:
+            row.done = Completion(row.out, "stop", row.rounds)
+        elif len(row.out) >= request.max_new_tokens:
+            row.done = Completion(row.out, "length", row.rounds)
+        return kept
 
     def _plain(
         self, request: Request, prompt: list[int], cache: Any, rand: SeededRandom, config: Any, tensor: Any

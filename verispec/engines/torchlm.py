@@ -14,7 +14,7 @@ from typing import Any
 
 from verispec.smt import index as ix
 
-__all__ = ["KVCache", "TorchLM"]
+__all__ = ["BatchKV", "KVCache", "TorchLM"]
 
 
 class KVCache:
@@ -64,6 +64,38 @@ class KVCache:
             self.pages_in_use = ix.pages_needed(length, self.page_size)
 
 
+class BatchKV:
+    """Keys and values for a batch of sequences with ragged lengths (``lengths[b]`` valid
+    entries in row ``b``), contiguous or paged with one block table per row."""
+
+    def __init__(self, model: TorchLM, rows: int, capacity: int, page_size: int | None = None) -> None:
+        torch = model.torch
+        self.model = model
+        self.page_size = page_size
+        self.lengths = [0] * rows
+        per_row = capacity if page_size is None else ix.pages_needed(capacity, page_size) * page_size
+        self.capacity = per_row
+        kv_shape = (model.layers, rows * per_row, model.kv_heads, model.head_dim)
+        self.keys = torch.zeros(kv_shape, dtype=model.dtype, device=model.device)
+        self.values = torch.zeros(kv_shape, dtype=model.dtype, device=model.device)
+        if page_size is not None:
+            pages = per_row // page_size
+            # one scrambled block table over the whole pool: rows' pages interleave
+            perm = torch.randperm(rows * pages, generator=torch.Generator().manual_seed(rows * pages))
+            self.block_tables = [perm[b * pages : (b + 1) * pages].to(model.device) for b in range(rows)]
+
+    def slots(self, row: int, positions: Any) -> Any:
+        """Physical slots (in the pool) of ``positions`` of ``row``."""
+        if self.page_size is None:
+            return positions + row * self.capacity
+        return ix.slot(positions, self.page_size, self.block_tables[row])
+
+    def crop(self, row: int, length: int) -> None:
+        if length < 0:
+            raise ValueError(f"crop row {row} to {length} entries")
+        self.lengths[row] = min(length, self.lengths[row])
+
+
 class TorchLM:
     """A Llama-architecture causal LM evaluated with explicit masks, positions and cache."""
 
@@ -89,6 +121,9 @@ class TorchLM:
 
     def new_cache(self, capacity: int, page_size: int | None = None) -> KVCache:
         return KVCache(self, capacity, page_size)
+
+    def new_batch_cache(self, rows: int, capacity: int, page_size: int | None = None) -> BatchKV:
+        return BatchKV(self, rows, capacity, page_size)
 
     def _rms(self, x: Any, weight: Any) -> Any:
         torch = self.torch
@@ -143,6 +178,82 @@ class TorchLM:
         cache.length = total
         x = self._rms(x, w["model.norm.weight"])
         return (x @ w["lm_head.weight"].T).float()
+
+    def batch_causal_forward(
+        self,
+        tokens: list[list[int]],
+        cache: BatchKV,
+        *,
+        visible: Any = ix.visible,
+        position: Any = ix.query_position,
+    ) -> list[Any]:
+        """:meth:`causal_forward` for every row of a batch at once, rows of ragged lengths
+        (an empty row is left alone). Row ``b``'s ``L`` is ``cache.lengths[b] + 1``; padded
+        queries write nothing and their logits are dropped. Returns one logits tensor per row.
+        """
+        torch = self.torch
+        w = self.w
+        B = len(tokens)
+        counts = [len(t) for t in tokens]
+        n = max(counts, default=0)
+        if n == 0:
+            return [torch.zeros((0, self.vocab_size)) for _ in tokens]
+        dev = self.device
+        starts = list(cache.lengths)
+        T = max(s + c for s, c in zip(starts, counts, strict=True))
+        rows = torch.arange(n, device=dev)
+        keys_at = torch.arange(T, device=dev)
+        ids = torch.zeros((B, n), dtype=torch.long, device=dev)
+        positions = torch.zeros((B, n), dtype=torch.long, device=dev)
+        mask = torch.zeros((B, n, T), dtype=torch.bool, device=dev)
+        read = torch.stack([cache.slots(b, keys_at) for b in range(B)])  # (B, T)
+        write_b, write_r, write_s = [], [], []
+        for b, row_tokens in enumerate(tokens):
+            c = counts[b]
+            mask[b, :, 0] = True  # padded queries look at one key (their output is dropped)
+            if c == 0:
+                continue
+            L = starts[b] + 1
+            ids[b, :c] = torch.tensor(row_tokens, device=dev)
+            positions[b, :c] = position(rows[:c], L)
+            mask[b, :c] = visible(rows[:c, None], keys_at[None, :], L, c - 1) & (keys_at < starts[b] + c)
+            write_b += [b] * c
+            write_r += list(range(c))
+            write_s.append(cache.slots(b, torch.arange(starts[b], starts[b] + c, device=dev)))
+        wb = torch.tensor(write_b, device=dev)
+        wr = torch.tensor(write_r, device=dev)
+        ws = torch.cat(write_s)
+        bias = torch.zeros(mask.shape, dtype=torch.float32, device=dev).masked_fill(~mask, float("-inf"))
+        bias = bias[:, None]  # (B, 1, n, T)
+        groups = self.heads // self.kv_heads
+        x = w["model.embed_tokens.weight"][ids]  # (B, n, hidden)
+        flat_pos = positions.reshape(-1)
+        for layer in range(self.layers):
+            p = f"model.layers.{layer}."
+            h = self._rms(x, w[p + "input_layernorm.weight"])
+            q = (h @ w[p + "self_attn.q_proj.weight"].T).view(B, n, self.heads, self.head_dim)
+            k = (h @ w[p + "self_attn.k_proj.weight"].T).view(B, n, self.kv_heads, self.head_dim)
+            v = (h @ w[p + "self_attn.v_proj.weight"].T).view(B, n, self.kv_heads, self.head_dim)
+            q = self._rope(q.reshape(B * n, self.heads, self.head_dim).transpose(0, 1), flat_pos)
+            k = self._rope(k.reshape(B * n, self.kv_heads, self.head_dim).transpose(0, 1), flat_pos)
+            q = q.transpose(0, 1).reshape(B, n, self.heads, self.head_dim)
+            k = k.transpose(0, 1).reshape(B, n, self.kv_heads, self.head_dim)
+            cache.keys[layer][ws] = k[wb, wr]
+            cache.values[layer][ws] = v[wb, wr]
+            keys = cache.keys[layer][read].repeat_interleave(groups, dim=2)  # (B, T, heads, d)
+            values = cache.values[layer][read].repeat_interleave(groups, dim=2)
+            scores = torch.einsum("bnhd,bthd->bhnt", q.float(), keys.float()) / math.sqrt(self.head_dim)
+            attn = torch.softmax(scores + bias, dim=-1).to(values.dtype)
+            out = torch.einsum("bhnt,bthd->bnhd", attn, values).reshape(B, n, -1)
+            x = x + out @ w[p + "self_attn.o_proj.weight"].T
+            h = self._rms(x, w[p + "post_attention_layernorm.weight"])
+            gate = h @ w[p + "mlp.gate_proj.weight"].T
+            up = h @ w[p + "mlp.up_proj.weight"].T
+            x = x + (torch.nn.functional.silu(gate) * up) @ w[p + "mlp.down_proj.weight"].T
+        for b in range(B):
+            cache.lengths[b] = starts[b] + counts[b]
+        logits = (self._rms(x, w["model.norm.weight"]) @ w["lm_head.weight"].T).float()
+        return [logits[b, : counts[b]] for b in range(B)]
 
     def causal_forward(
         self, tokens: Any, cache: KVCache, *, visible: Any = ix.visible, position: Any = ix.query_position
