@@ -210,10 +210,44 @@ def build_parser() -> argparse.ArgumentParser:
     )
     conf.add_argument("--alpha", type=float, default=1e-6, help="family-wise false-alarm rate (default 1e-6)")
     conf.add_argument("--size", default=None, help="tiny model size for built-in engines: ci, small, 1b")
-    conf.add_argument("--mutation", action="append", default=[], help=argparse.SUPPRESS)
+    conf.add_argument(
+        "--mutation",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="plant a bug in a built-in reference engine (negative controls: verispec controls list)",
+    )
     conf.add_argument("--timeout", type=float, default=300.0, help="time limit per request in seconds")
     conf.add_argument("--out", default=None, help="report folder (report.json/.md/.html, junit.xml)")
     conf.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    ctl = sub.add_parser(
+        "controls",
+        help="show every planted bug caught (negative controls)",
+        description="Run every control of the mutant catalog (verifier controls, reference-engine "
+        "mutants reproducing public engine bugs, refuted index conventions) through the checks "
+        "that apply to it, and the unmutated subjects through the same checks. Exits non-zero "
+        "if a control escapes or a correct subject is flagged. 'verispec controls list' prints "
+        "the catalog.",
+    )
+    ctl.add_argument("action", nargs="?", choices=("run", "list"), default="run")
+    ctl.add_argument(
+        "--layer",
+        action="append",
+        choices=("verifier", "engine", "index"),
+        default=[],
+        help="only these layers (repeatable; default all)",
+    )
+    ctl.add_argument("--engine", default=None, help="only the engine controls of this built-in engine")
+    ctl.add_argument(
+        "--quick",
+        action="store_true",
+        help="engine mutants through their declared checks only, exact layer on the quick budget",
+    )
+    ctl.add_argument("--jobs", type=_int_at_least("--jobs", 1), default=2, help="parallel engine runs")
+    ctl.add_argument("--alpha", type=float, default=1e-6, help="false-alarm rate of each engine run")
+    ctl.add_argument("--out", default="controls-report", help="report folder (default: controls-report)")
+    ctl.add_argument("--json", action="store_true", help="print the report (or the catalog) as JSON")
 
     check = sub.add_parser(
         "check",
@@ -433,7 +467,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
     unknown: list[str] = []
 
     _progress(f"verispec check: writing {args.out}/ (report.md, report.json, results.jsonl)")
-    _progress(f"[1/5] the seed articles' numbers ({len(SEED_CHECKS)} checks)")
+    _progress(f"[1/6] the seed articles' numbers ({len(SEED_CHECKS)} checks)")
     for seed_check in SEED_CHECKS:
         result = seed_check()
         report.add("seeds", result.to_json())
@@ -443,7 +477,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
 
     general = theorems_for(None)
     _progress(
-        f"[2/5] symbolic theorems ({len(general)} general; the rest run with their verifier) "
+        f"[2/6] symbolic theorems ({len(general)} general; the rest run with their verifier) "
         "and expected lengths"
     )
     for theorem in general:
@@ -476,10 +510,13 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
 
     from verispec.smt.catalog import CATALOG, run_catalog
 
-    _progress(f"[3/5] SMT: {len(CATALOG)} mask, position, crop, draft-sync, paged-cache and tree conventions")
+    _progress(f"[3/6] SMT: {len(CATALOG)} mask, position, crop, draft-sync, paged-cache and tree conventions")
     smt_width = max(len(e.name) for e in CATALOG)
 
+    smt_results: list[Any] = []
+
     def record_smt(r: Any) -> None:
+        smt_results.append(r)
         report.add("smt", r.to_json())
         _progress("  " + _smt_line(r.entry.name, r.entry.convention, r.entry.expected, r.result, smt_width))
         if not r.ok:
@@ -491,7 +528,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
 
     names = registry.names()
     width = max(len(n) for n in names)
-    _progress(f"[4/5] {len(names)} verifiers with {args.jobs} process(es), seed {budget.seed}")
+    _progress(f"[4/6] {len(names)} verifiers with {args.jobs} process(es), seed {budget.seed}")
 
     def record(result: Any) -> None:
         report.add("prove", result.to_json())
@@ -501,6 +538,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
 
     results = prove(names, budget, jobs=args.jobs, on_result=record)
     conformance = _check_conformance(args, report, failures)
+    controls_caught = _check_controls(args, report, failures, results, smt_results)
     code = _exit_for(results)
     if failures:
         code = ExitCode.NON_CONFORMANCE
@@ -517,6 +555,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
         "seed checks": f"{sum(s['ok'] for s in seeds)}/{len(SEED_CHECKS)}",
         "smt conventions": f"{sum(r['ok'] for r in report.data['sections'].get('smt', []))}/{len(CATALOG)}",
         "engines conforming": conformance,
+        "controls caught": controls_caught,
         "seconds": round(time.perf_counter() - started, 1),
     }
     report.finish(verdict, summary)
@@ -542,7 +581,7 @@ def _check_conformance(args: argparse.Namespace, report: Any, failures: list[str
     from verispec.stats.constants import SUITE_ALPHA
 
     mode = "quick" if args.quick else "full"
-    _progress(f"[5/5] conformance ({mode}) of {', '.join(CHECK_ENGINES)} on tiny seeded models")
+    _progress(f"[5/6] conformance ({mode}) of {', '.join(CHECK_ENGINES)} on tiny seeded models")
     missing = [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
     if missing:
         reason = f"skipped: {' and '.join(missing)} not installed (pip install 'verispec[all]')"
@@ -575,6 +614,58 @@ def _check_conformance(args: argparse.Namespace, report: Any, failures: list[str
         bad = [r for r in run.results if r.status in ("fail", "error")]
         failures += [f"conformance of {engine}: {r.name}: {r.reason}" for r in bad]
     return f"{passed}/{len(CHECK_ENGINES)}"
+
+
+def _check_controls(
+    args: argparse.Namespace, report: Any, failures: list[str], prove_results: Any, smt_results: Any
+) -> str:
+    """Step 6 of the main job: the negative controls, reusing the verifier and SMT results of
+    steps 3 and 4. ``--quick`` leaves out the engine controls whose checks are statistical."""
+    import importlib.util
+
+    mode = "smoke: deterministic engine checks" if args.quick else "declared checks at full size"
+    _progress(f"[6/6] negative controls ({mode}); report in {args.out}/controls/")
+    layers: tuple[str, ...] = ("verifier", "index")
+    if all(importlib.util.find_spec(m) is not None for m in ("torch", "transformers")):
+        layers = ("verifier", "engine", "index")
+    else:
+        _progress("  --  engine controls skipped: torch and transformers are not installed")
+    from verispec.controls.runner import run_controls
+
+    def show(r: Any) -> None:
+        if r.control.layer == "engine":
+            by = ", ".join(c.check for c in r.cells if c.status == "fail") or r.not_run or "no check"
+            mark = "BAD" if r.outcome in ("escaped", "error") else "ok "
+            _progress(f"  {mark} {r.control.name:<34} {r.outcome:<15} {by}")
+
+    run = run_controls(
+        layers,  # type: ignore[arg-type]
+        quick=args.quick,
+        statistical=not args.quick,
+        full_matrix=False,
+        jobs=max(args.jobs, 2),
+        out=os.path.join(args.out, "controls"),
+        prove_results=prove_results,
+        smt_results=smt_results,
+        on_control=show,
+    )
+    data = run.to_json()
+    report.add(
+        "controls",
+        {
+            "verdict": run.verdict,
+            "outcomes": data["outcomes"],
+            "samples_to_detection": data["samples_to_detection"],
+            "escaped": data["escaped"],
+            "not_run": data["not_run"],
+            "flagged_subjects": data["flagged_subjects"],
+            "report": "controls/report.html",
+        },
+    )
+    failures += [f"control not caught: {name}" for name in data["escaped"]]
+    failures += [f"correct subject flagged by the controls run: {name}" for name in data["flagged_subjects"]]
+    ran = len(run.controls) - len(run.not_run)
+    return f"{ran - len(run.escaped)}/{ran}"
 
 
 def _floats(name: str, text: str) -> list[float]:
@@ -703,6 +794,87 @@ def cmd_conform(args: argparse.Namespace) -> ExitCode:
     return {"pass": ExitCode.OK, "fail": ExitCode.NON_CONFORMANCE}.get(run.verdict, ExitCode.INTERNAL_ERROR)
 
 
+def cmd_controls(args: argparse.Namespace) -> ExitCode:
+    from verispec.controls.catalog import catalog
+
+    layers = tuple(args.layer) or ("verifier", "engine", "index")
+    if args.action == "list":
+        controls = catalog(layers)
+        if args.engine:
+            controls = [c for c in controls if c.layer != "engine" or c.engine == args.engine]
+        if args.json:
+            from verispec.report import write_json
+
+            write_json([c.to_json() for c in controls])
+            return ExitCode.OK
+        for layer in layers:
+            chosen = [c for c in controls if c.layer == layer]
+            print(f"{layer} layer ({len(chosen)})")
+            for c in chosen:
+                bug = f" [engines.md #{c.bug}]" if c.bug else ""
+                print(f"  {c.subject:<26} {c.mechanism}{bug}")
+                print(f"  {'':<26} source: {c.source}; reproduce: {c.reproduce}")
+        return ExitCode.OK
+    run = _run_controls(args, layers)
+    if args.json:
+        from verispec.report import write_json
+
+        write_json(run.to_json())
+    return ExitCode.OK if run.verdict == "pass" else ExitCode.NON_CONFORMANCE
+
+
+def _run_controls(
+    args: argparse.Namespace, layers: tuple[str, ...], prove_results: Any = None, smt_results: Any = None
+) -> Any:
+    """Run the controls with a line per result on stderr; returns the run."""
+    from verispec.controls.runner import run_controls
+
+    quiet = getattr(args, "json", False)
+
+    def show_control(r: Any) -> None:
+        if quiet:
+            return
+        mark = "ok " if r.outcome.startswith("caught") else "BAD"
+        by = ", ".join(c.check for c in r.cells if c.status == "fail") or "no check"
+        samples = f"{r.samples_to_detection} samples" if r.samples_to_detection else ""
+        _progress(f"  {mark} {r.control.name:<34} {r.outcome:<15} {samples:<13} by {by}")
+
+    def show_subject(s: Any) -> None:
+        if not quiet:
+            mark = "ok " if s.outcome == "pass" else "BAD"
+            _progress(f"  {mark} unmutated {s.layer} subject {s.name}: {s.outcome}")
+
+    if not quiet:
+        _progress(
+            f"negative controls ({', '.join(layers)}{'; quick' if args.quick else ''}): writing {args.out}/"
+        )
+    run = run_controls(
+        layers,  # type: ignore[arg-type]
+        quick=args.quick,
+        alpha=args.alpha,
+        jobs=args.jobs,
+        engine=getattr(args, "engine", None),
+        out=args.out,
+        prove_results=prove_results,
+        smt_results=smt_results,
+        on_control=show_control,
+        on_subject=show_subject,
+    )
+    if not quiet:
+        summary = run.detection_summary()
+        _progress(
+            f"controls: {run.verdict} ({len(run.controls) - len(run.escaped)}/{len(run.controls)} caught, "
+            f"{len(run.subjects) - len(run.flagged)}/{len(run.subjects)} correct subjects pass; engine "
+            f"mutants' generate calls to detection median {summary['median_generate_calls']}, max "
+            f"{summary['max_generate_calls']}; {run.wall_seconds:.0f} s); report: {args.out}/report.html"
+        )
+        for r in run.escaped:
+            _progress(f"  not caught: {r.control.name} ({r.outcome})")
+        for s in run.flagged:
+            _progress(f"  correct subject flagged: {s.name}")
+    return run
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``verispec`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -720,6 +892,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(cmd_audit(args))
         if args.command == "conform":
             return int(cmd_conform(args))
+        if args.command == "controls":
+            return int(cmd_controls(args))
         build_parser().print_help()
         return int(ExitCode.USAGE_ERROR)
     except MissingDependency as exc:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from verispec.conformance.proxy import EngineError, EngineProxy
+from verispec.conformance.proxy import EngineOutputError, EngineProxy
 from verispec.engines.protocol import Completion, Request, Sampling
 from verispec.stats.pit import pit_battery
 
@@ -120,9 +120,9 @@ class Context:
         self.seen.append((request, completion))
         bad = [t for t in completion.tokens if not (isinstance(t, int) and 0 <= t < self.vocab)]
         if bad:
-            raise EngineError(f"returned token {bad[0]!r} outside the vocabulary 0..{self.vocab - 1}")
+            raise EngineOutputError(f"returned token {bad[0]!r} outside the vocabulary 0..{self.vocab - 1}")
         if len(completion.tokens) > request.max_new_tokens:
-            raise EngineError(
+            raise EngineOutputError(
                 f"returned {len(completion.tokens)} tokens for max_new_tokens={request.max_new_tokens}"
             )
         return completion
@@ -137,6 +137,7 @@ class Context:
         if not tokens:
             return []
         logits = np.asarray(self.engine.logits_along(model, prompt, tokens), dtype=np.float64)
+        logits = np.stack([sampling.penalise(row, tokens[:i]) for i, row in enumerate(logits)])
         logits -= logits.max(axis=1, keepdims=True)
         rows = np.exp(logits)
         rows /= rows.sum(axis=1, keepdims=True)
@@ -171,12 +172,16 @@ def _ids_in_vocab(ctx: Context, check: Check) -> CheckResult:
     return _result(check, ctx, "pass", f"{total} emitted ids, all inside 0..{ctx.vocab - 1}", samples=total)
 
 
-def _greedy_baseline(ctx: Context, prompt: tuple[int, ...], tokens: list[int]) -> tuple[int | None, float]:
-    """First position where ``tokens`` leaves the baseline's argmax path, and that step's margin."""
+def _greedy_baseline(
+    ctx: Context, prompt: tuple[int, ...], tokens: list[int], sampling: Sampling | None = None
+) -> tuple[int | None, float]:
+    """First position where ``tokens`` leaves the baseline's argmax path (with ``sampling``'s
+    frequency penalty), and that step's margin."""
     import numpy as np
 
     logits = np.asarray(ctx.engine.logits_along("target", prompt, tokens), dtype=np.float64)
-    for i, row in enumerate(logits):
+    for i, raw in enumerate(logits):
+        row = raw if sampling is None else sampling.penalise(raw, tokens[:i])
         best = int(np.argmax(row))  # the lowest id wins a tie
         if tokens[i] != best:
             top2 = np.partition(row, -2)[-2:]
@@ -185,12 +190,17 @@ def _greedy_baseline(ctx: Context, prompt: tuple[int, ...], tokens: list[int]) -
 
 
 def _divergence(
-    ctx: Context, prompt: tuple[int, ...], tokens: list[int], other: list[int] | None, against: str
+    ctx: Context,
+    prompt: tuple[int, ...],
+    tokens: list[int],
+    other: list[int] | None,
+    against: str,
+    sampling: Sampling | None = None,
 ) -> dict[str, Any] | None:
     """Where greedy ``tokens`` first leave ``other`` (another run's tokens; ``None``: the
     baseline's argmax path), with the baseline's logit margin at that step."""
     if other is None:
-        where, margin = _greedy_baseline(ctx, prompt, tokens)
+        where, margin = _greedy_baseline(ctx, prompt, tokens, sampling)
         if where is None:
             return None
     else:
@@ -198,7 +208,7 @@ def _divergence(
             return None
         pairs = zip([*other, -1], [*tokens, -1], strict=False)
         where = next(i for i, (a, b) in enumerate(pairs) if a != b)
-        _, margin = _greedy_baseline(ctx, prompt, tokens[:where] + other[where : where + 1])
+        _, margin = _greedy_baseline(ctx, prompt, tokens[:where] + other[where : where + 1], sampling)
     return {"prompt": list(prompt), "position": where, "margin": margin, "against": against}
 
 
@@ -232,8 +242,63 @@ def _greedy_equivalence(ctx: Context, check: Check) -> CheckResult:
     )
 
 
+#: The frequency penalty of the penalties check: large enough to bend a greedy path.
+PENALTY = 2.0
+
+
+def _penalties(ctx: Context, check: Check) -> CheckResult:
+    """Greedy requests with a frequency penalty against the baseline's penalised argmax path
+    and the engine's own non-speculative decoding. The check also shows that the penalty
+    changed the path of at least one prompt, or it is skipped with that reason."""
+    sampling = Sampling(0.0, frequency_penalty=PENALTY)
+    mismatches: list[dict[str, Any]] = []
+    excused: list[dict[str, Any]] = []
+    bent = 0
+    prompts = ctx.prompts(3 if ctx.quick else 6, "penalty")
+    for prompt in prompts:
+        spec = ctx.run(Request(prompt, 24, sampling, seed=ctx.seed))
+        found = [_divergence(ctx, prompt, spec.tokens, None, "penalised baseline", sampling)]
+        if "non-speculative" in ctx.engine.capabilities:
+            plain = ctx.run(Request(prompt, 24, sampling, seed=ctx.seed, speculative=False))
+            found.append(
+                _divergence(ctx, prompt, spec.tokens, plain.tokens, "non-speculative decoding", sampling)
+            )
+        for entry in found:
+            if entry is not None:
+                (excused if entry["margin"] < GREEDY_MARGIN else mismatches).append(entry)
+        # does the penalty matter here? the unpenalised argmax path leaves the penalised one
+        bent += _greedy_baseline(ctx, prompt, spec.tokens)[0] is not None
+    details = {
+        "frequency_penalty": PENALTY,
+        "prompts_bent_by_the_penalty": bent,
+        "mismatches": mismatches,
+        "excused_near_ties": excused,
+    }
+    if mismatches:
+        m = mismatches[0]
+        return _result(
+            check,
+            ctx,
+            "fail",
+            f"with frequency penalty {PENALTY:g} the greedy output leaves the {m['against']} at token "
+            f"{m['position']} of prompt {m['prompt']} (logit margin {m['margin']:.3g})",
+            details=details,
+        )
+    if not bent:
+        reason = "the penalty did not change the greedy path of any prompt: nothing was tested"
+        return _result(check, ctx, "skip", reason, details=details)
+    return _result(
+        check,
+        ctx,
+        "pass",
+        f"{len(prompts)} penalised greedy outputs equal the baselines ({bent} bent by the penalty)",
+        details=details,
+    )
+
+
 def _law_configs(quick: bool) -> list[Sampling]:
-    configs = [Sampling(1.0), Sampling(0.5, top_k=8)]
+    # the quick run folds every truncation into its second setting
+    configs = [Sampling(1.5), Sampling(0.5, top_k=8, min_p=0.1)]
     if not quick:
         configs += [Sampling(1.5), Sampling(1.0, top_p=0.8), Sampling(1.0, min_p=0.2)]
     return configs
@@ -585,48 +650,60 @@ def _acceptance_accounting(ctx: Context, check: Check) -> CheckResult:
     predicted_k: list[list[float]] = []
     n_rounds = 0
     k = 0
-    while n_rounds < rounds_needed or (len(draft_pits) < pit_needed and k < 40 * rounds_needed):
-        prompt = ctx.prompts(1, f"accounting{k}")[0]
-        c = ctx.run(Request(prompt, 24, sampling, seed=ctx.seed * 31 + k))
-        k += 1
-        ctx.tick(n_rounds, rounds_needed)
-        if c.rounds is None:
-            return _result(check, ctx, "skip", "the engine reported no round statistics")
-        target = ctx.probs_along("target", prompt, c.tokens, sampling)
-        draft = ctx.probs_along("draft", prompt, c.tokens, sampling)
-        for index, r in enumerate(c.rounds):
-            last = index == len(c.rounds) - 1
-            if r.committed != r.accepted + 1 and not (last and r.committed <= r.accepted + 1):
-                return _result(
-                    check,
-                    ctx,
-                    "fail",
-                    f"a round accepted {r.accepted} drafts but committed {r.committed} "
-                    "tokens: the round contract is accepted + 1",
-                    details={"prompt": list(prompt)},
-                )
-            offset = r.start - len(prompt)
-            if offset >= len(c.tokens):
-                continue
-            if r.drafts and len(measured_k) < survival_cap:
-                measured_k.append(r.accepted)
-                predicted_k.append(_survival_along(ctx, (*prompt, *c.tokens[:offset]), r.drafts, sampling))
-            beta = sum(min(a, b) for a, b in zip(target[offset], draft[offset], strict=True))
-            hit = 1.0 if r.accepted >= 1 else 0.0
-            observed += hit
-            predicted += beta
-            variance += beta * (1 - beta)
-            n_rounds += 1
-            if index > 0 and c.rounds[index - 1].accepted == ctx.engine.gamma:
-                after[0] += hit
-                after[1] += beta
-                after[2] += beta * (1 - beta)
-                if r.drafts:
-                    q = draft[offset]
-                    x = r.drafts[0]
-                    draft_pits.append(
-                        randomized_pit(x, q, order_tokens("target-probability", q), pit_rng.random())
+    # the q-contract sample may take more requests than the rounds, but at most three times
+    # as many (a draft that is rarely fully accepted leaves that test short, never the run hung)
+    k_rounds = 0
+    while n_rounds < rounds_needed or (len(draft_pits) < pit_needed and k < 3 * k_rounds):
+        batch = [
+            Request(ctx.prompts(1, f"accounting{j}")[0], 24, sampling, seed=ctx.seed * 31 + j)
+            for j in range(k, k + ctx.batch_size)
+        ]
+        completions = ctx.run_many(batch)
+        k += len(batch)
+        for request, c in zip(batch, completions, strict=True):
+            prompt = request.prompt
+            if c.rounds is None:
+                return _result(check, ctx, "skip", "the engine reported no round statistics")
+            target = ctx.probs_along("target", prompt, c.tokens, sampling)
+            draft = ctx.probs_along("draft", prompt, c.tokens, sampling)
+            for index, r in enumerate(c.rounds):
+                last = index == len(c.rounds) - 1
+                if r.committed != r.accepted + 1 and not (last and r.committed <= r.accepted + 1):
+                    return _result(
+                        check,
+                        ctx,
+                        "fail",
+                        f"a round accepted {r.accepted} drafts but committed {r.committed} "
+                        "tokens: the round contract is accepted + 1",
+                        details={"prompt": list(prompt)},
                     )
+                offset = r.start - len(prompt)
+                if offset >= len(c.tokens):
+                    continue
+                if r.drafts and len(measured_k) < survival_cap:
+                    measured_k.append(r.accepted)
+                    predicted_k.append(
+                        _survival_along(ctx, (*prompt, *c.tokens[:offset]), r.drafts, sampling)
+                    )
+                beta = sum(min(a, b) for a, b in zip(target[offset], draft[offset], strict=True))
+                hit = 1.0 if r.accepted >= 1 else 0.0
+                observed += hit
+                predicted += beta
+                variance += beta * (1 - beta)
+                n_rounds += 1
+                if index > 0 and c.rounds[index - 1].accepted == ctx.engine.gamma:
+                    after[0] += hit
+                    after[1] += beta
+                    after[2] += beta * (1 - beta)
+                    if r.drafts:
+                        q = draft[offset]
+                        x = r.drafts[0]
+                        draft_pits.append(
+                            randomized_pit(x, q, order_tokens("target-probability", q), pit_rng.random())
+                        )
+        if n_rounds >= rounds_needed and not k_rounds:
+            k_rounds = k
+        ctx.tick(n_rounds, rounds_needed)
     # two z-tests (all rounds; rounds after a full acceptance), Bonferroni over the two. Given
     # the prefix, a round's first-draft acceptance has probability sum min(p, q) whatever
     # happened before, so selecting rounds by the previous outcome keeps the test exact.
@@ -764,6 +841,7 @@ CHECKS: tuple[Check, ...] = (
             "top-left-mask",
             "positions-reset",
             "crop-plus-one",
+            "crop-no-op",
             "tree-sibling-visible",
             "tree-depth-mask",
             "tree-positions-by-row",
@@ -777,7 +855,17 @@ CHECKS: tuple[Check, ...] = (
         "temperatures, top-k, top-p and min-p",
         frozenset(),
         True,
-        ("resample-target", "softmax-residual", "bonus-wrong-row", "draft-temperature-ignored"),
+        (
+            "resample-target",
+            "softmax-residual",
+            "bonus-wrong-row",
+            "draft-temperature-ignored",
+            "target-default-params",
+            "greedy-draft-softmax-q",
+            "always-accept",
+            "unnormalised-draft",
+            "min-p-verify-ignored",
+        ),
         _sampling_law,
     ),
     Check(
@@ -786,7 +874,7 @@ CHECKS: tuple[Check, ...] = (
         "(Pearson's test on pooled cells, or a sequential e-process)",
         frozenset(),
         True,
-        ("resample-target", "softmax-residual"),
+        ("resample-target", "softmax-residual", "raw-q-processed-draft", "reused-uniform"),
         _first_token_law,
     ),
     Check(
@@ -795,7 +883,7 @@ CHECKS: tuple[Check, ...] = (
         "keep the target's law",
         frozenset({"scripted-drafts"}),
         True,
-        ("crop-plus-one",),
+        ("crop-plus-one", "bonus-untruncated"),
         _cache_rollback,
     ),
     Check(
@@ -820,7 +908,7 @@ CHECKS: tuple[Check, ...] = (
         "sum min(p, q) from the models; each round commits accepted + 1 tokens",
         frozenset({"round-stats", "draft-model"}),
         True,
-        ("missing-bonus", "draft-no-catch-up"),
+        ("missing-bonus", "draft-no-catch-up", "draft-probs-none"),
         _acceptance_accounting,
     ),
     Check(
@@ -830,6 +918,15 @@ CHECKS: tuple[Check, ...] = (
         False,
         ("unseeded",),
         _determinism,
+    ),
+    Check(
+        "penalties",
+        "greedy output with a frequency penalty equals the penalised baseline and the engine's "
+        "own non-speculative decoding",
+        frozenset({"penalties"}),
+        False,
+        ("penalty-ignored",),
+        _penalties,
     ),
     Check(
         "ragged-batch",

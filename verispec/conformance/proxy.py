@@ -13,11 +13,16 @@ from typing import Any
 from verispec.engines.protocol import Completion, Request
 from verispec.errors import UsageError
 
-__all__ = ["EngineError", "EngineProxy"]
+__all__ = ["EngineError", "EngineOutputError", "EngineProxy"]
 
 
 class EngineError(Exception):
     """The engine crashed, hung, or answered something unusable for one request."""
+
+
+class EngineOutputError(EngineError):
+    """The engine answered, but with output no correct engine gives (ids outside the
+    vocabulary, more tokens than allowed): a detection, not a crash."""
 
 
 class EngineProxy:

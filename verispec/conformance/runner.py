@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from verispec.conformance.checks import CHECKS, POWER, Check, CheckResult, Context
-from verispec.conformance.proxy import EngineError, EngineProxy
+from verispec.conformance.proxy import EngineError, EngineOutputError, EngineProxy
 from verispec.errors import UsageError, unknown_name
+from verispec.report.folder import ReportFolder
 from verispec.stats.constants import SUITE_ALPHA
 
 __all__ = ["DESIGNS", "ConformanceRun", "conform"]
@@ -175,6 +176,8 @@ def conform(
                 )
                 try:
                     result = check.run(ctx, check)
+                except EngineOutputError as exc:
+                    result = CheckResult(check.name, "fail", f"bad output: {exc}")
                 except EngineError as exc:
                     result = CheckResult(check.name, "fail", f"engine error: {exc}")
                 except UsageError as exc:
@@ -216,23 +219,10 @@ class _Writer:
     """Writes the report folder after every check (a crash keeps what was measured)."""
 
     def __init__(self, folder: Path) -> None:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageError(f"out={str(folder)!r} cannot be created: {exc.strerror}") from exc
-        self.folder = folder
-        (folder / "results.jsonl").write_text("", encoding="utf-8")
-
-    def _atomic(self, name: str, text: str) -> None:
-        tmp = self.folder / f".{name}.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, self.folder / name)
+        self.folder = ReportFolder(folder)
 
     def write(self, run: ConformanceRun, result: CheckResult) -> None:
-        with (self.folder / "results.jsonl").open("a", encoding="utf-8") as stream:
-            stream.write(json.dumps(result.to_json()) + "\n")
-            stream.flush()
-            os.fsync(stream.fileno())
+        self.folder.append(result.to_json())
         self.finish(run, partial=True)
 
     def finish(self, run: ConformanceRun, partial: bool = False) -> None:
@@ -240,7 +230,7 @@ class _Writer:
 
         data = run.to_json()
         data["status"] = "running" if partial else "complete"
-        self._atomic("report.json", json.dumps(data, indent=2) + "\n")
-        self._atomic("report.md", markdown(data))
-        self._atomic("junit.xml", junit(data))
-        self._atomic("report.html", html(data))
+        self.folder.write("report.json", json.dumps(data, indent=2) + "\n")
+        self.folder.write("report.md", markdown(data))
+        self.folder.write("junit.xml", junit(data))
+        self.folder.write("report.html", html(data))

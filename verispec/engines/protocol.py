@@ -14,7 +14,8 @@ Capabilities:
 * ``non-speculative``: can decode without speculation (``Request.speculative = False``);
 * ``seeded``: the same request with the same seed gives the same tokens;
 * ``draft-model``: exposes the draft model's conditionals (for acceptance accounting);
-* ``batch``: generates a batch in one call (with ragged acceptance).
+* ``batch``: generates a batch in one call (with ragged acceptance);
+* ``penalties``: applies ``Sampling.frequency_penalty`` (without it, no request carries one).
 
 The baseline is the target model's own token-by-token conditionals (a plain forward pass),
 served by the engine process but computed with the plain model, never the engine's path.
@@ -22,6 +23,9 @@ served by the engine process but computed with the plain model, never the engine
 
 from __future__ import annotations
 
+import math
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -36,7 +40,15 @@ __all__ = [
     "Sampling",
 ]
 
-CAPABILITIES = ("scripted-drafts", "round-stats", "non-speculative", "seeded", "draft-model", "batch")
+CAPABILITIES = (
+    "scripted-drafts",
+    "round-stats",
+    "non-speculative",
+    "seeded",
+    "draft-model",
+    "batch",
+    "penalties",
+)
 
 
 @dataclass(frozen=True)
@@ -47,8 +59,13 @@ class Sampling:
     top_k: int | None = None
     top_p: float | None = None
     min_p: float | None = None
+    #: OpenAI/vLLM semantics: every logit lowered by the penalty times the number of times its
+    #: token was generated so far in this request (the prompt does not count)
+    frequency_penalty: float = 0.0
 
     def __post_init__(self) -> None:
+        if not math.isfinite(self.frequency_penalty):
+            raise UsageError(f"frequency_penalty={self.frequency_penalty!r} must be finite")
         if not self.temperature >= 0:
             raise UsageError(f"temperature={self.temperature!r} must be >= 0")
         if self.top_k is not None and self.top_k < 1:
@@ -78,7 +95,17 @@ class Sampling:
         )
 
     def describe(self) -> str:
-        return str(self.config().describe())
+        penalty = f", frequency penalty {self.frequency_penalty:g}" if self.frequency_penalty else ""
+        return str(self.config().describe()) + penalty
+
+    def penalise(self, logits: Any, generated: Sequence[int]) -> Any:
+        """``logits`` (one row, numpy or torch) after the frequency penalty for ``generated``."""
+        if not self.frequency_penalty or not generated:
+            return logits
+        out = logits.clone() if hasattr(logits, "clone") else logits.copy()
+        for token, count in Counter(generated).items():
+            out[token] -= self.frequency_penalty * count
+        return out
 
 
 @dataclass(frozen=True)

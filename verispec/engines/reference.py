@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from verispec.core.random import SeededRandom
-from verispec.core.transforms import apply_float
+from verispec.core.transforms import SamplingConfig, apply_float
 from verispec.engines.protocol import Completion, Request, RoundStat
 from verispec.engines.torchlm import TorchLM
 from verispec.errors import UsageError
@@ -41,7 +41,18 @@ MUTATIONS: dict[str, str] = {
     "no-eos-crop": "generation continues past an EOS accepted mid-block (transformers #47912)",
     "vocab-overflow": "a correction id outside the vocabulary when the residual's last bin wins (vLLM GHSA)",
     "unseeded": "ignores the request seed (not reproducible)",
-    "draft-temperature-ignored": "drafts sampled at T=1 while q is declared at the request's T (dflash #74)",
+    "draft-temperature-ignored": "drafts at T=1 inside the declared support, q declared at the request's T",
+    "target-default-params": "target probabilities scored with default settings (T=1, no truncation)",
+    "greedy-draft-softmax-q": "drafts by argmax while q is declared as the softmax",
+    "raw-q-processed-draft": "drafts sampled after a default top-k of 2, q declared from raw logits",
+    "draft-probs-none": "q taken as a point mass at the sampled draft (draft_probs=None)",
+    "min-p-verify-ignored": "min_p applied to the bonus row only, not to the verified rows",
+    "always-accept": "the acceptance uniform fixed at 0: every draft accepted",
+    "reused-uniform": "one uniform reused for the acceptance test and the residual draw",
+    "unnormalised-draft": "q from draft logits without their normaliser (exp(l - max) / V)",
+    "bonus-untruncated": "top-k, top-p and min-p not applied to the bonus row",
+    "crop-no-op": "the target cache is never trimmed: rejected drafts stay in it",
+    "penalty-ignored": "the frequency penalty applied without speculation only, not on the speculative path",
     # batches with ragged acceptance
     "ragged-shared-offset": "every row's cache advanced by the first row's accepted count (mlx-vlm #1155)",
     "batch-order-by-length": "verify rows matched to requests in length order, not batch order (vLLM #14645)",
@@ -52,6 +63,15 @@ MUTATIONS: dict[str, str] = {
     "tree-no-compaction": "target cache cropped to the path length without moving the accepted KV",
 }
 TREE_MUTATIONS = frozenset(m for m in MUTATIONS if m.startswith("tree-"))
+
+
+#: The top-k a candidate generator applies by default in ``raw-q-processed-draft``.
+RAW_Q_TOP_K = 2
+
+
+def _always_accept(p_rows: Any, q_rows: Any, drafts: Sequence[int], rand: SeededRandom) -> list[int]:
+    """Every draft accepted (a uniform fixed at 0), then a bonus token from the last row."""
+    return [*drafts, rand.categorical(p_rows[len(drafts)])]
 
 
 def _along(model: Any, prompt: Sequence[int], tokens: Sequence[int]) -> Any:
@@ -144,7 +164,15 @@ class ReferenceEngine:
         self.vocab_size = int(target.config.vocab_size)
         # the "unseeded" mutant still claims "seeded": that claim is what the check tests
         self.capabilities = frozenset(
-            {"scripted-drafts", "round-stats", "non-speculative", "draft-model", "seeded", "batch"}
+            {
+                "scripted-drafts",
+                "round-stats",
+                "non-speculative",
+                "draft-model",
+                "seeded",
+                "batch",
+                "penalties",
+            }
             if self.tree is None
             # per-round accounting and scripts are chain-shaped; a tree engine offers neither
             else {"non-speculative", "seeded"}
@@ -198,7 +226,15 @@ class ReferenceEngine:
     def _verify_fn(self, greedy: bool) -> Callable[..., Any]:
         if greedy:
             return registry.get("greedy").verify
-        for m in ("resample-target", "softmax-residual", "bonus-wrong-row", "missing-bonus"):
+        if "always-accept" in self.mutations:
+            return _always_accept
+        for m in (
+            "resample-target",
+            "softmax-residual",
+            "bonus-wrong-row",
+            "missing-bonus",
+            "reused-uniform",
+        ):
             if m in self.mutations:
                 return registry.get(m).verify
         return registry.get("token-level").verify
@@ -208,6 +244,8 @@ class ReferenceEngine:
 
     def _one(self, request: Request) -> Completion:
         """A non-speculative or tree request, alone."""
+        if self.tree is not None and request.speculative and request.sampling.frequency_penalty:
+            raise UsageError("the tree engine does not apply frequency_penalty (no 'penalties' capability)")
         torch = self.torch
         rand = SeededRandom(self._seed(request))
         config = request.sampling.config()
@@ -235,6 +273,8 @@ class ReferenceEngine:
         torch = self.torch
         rows = [_Row.start(r, self) for r in requests]
         capacity = max(len(r.prompt) + r.max_new_tokens for r in requests) + 2 * self.gamma + 4
+        if "crop-no-op" in self.mutations:
+            capacity *= self.gamma + 1  # every round leaves its whole block in the cache
         t_cache = self.lm_target.new_batch_cache(len(rows), capacity, self.page_size)
         d_cache = self.lm_draft.new_batch_cache(len(rows), capacity, self.page_size)
         visible = ix.wrong_visible_top_left if "top-left-mask" in self.mutations else ix.visible
@@ -259,14 +299,13 @@ class ReferenceEngine:
                     laws = self.lm_draft.batch_causal_forward(feed, d_cache)
                     for b in live:
                         row = rows[b]
-                        q_true = _probs(laws[b][-1], row.draft_config)
-                        q = (
-                            self._scripted(row.request, row.committed, drafts[b], i, row.config)
-                            if row.request.script
-                            else None
-                        )
-                        drafts[b].append(row.rand.categorical(q_true if q is None else q))
-                        q_rows[b].append(_probs(laws[b][-1], row.config) if q is None else q)
+                        if row.request.script:
+                            q = self._scripted(row.request, row.committed, drafts[b], i, row.config)
+                        else:
+                            q = None
+                        token, declared = self._propose(row, laws[b][-1], q, drafts[b])
+                        drafts[b].append(token)
+                        q_rows[b].append(declared)
                 verify_feed = [
                     [rows[b].committed[-1], *drafts[b]] if b in drafts else [] for b in range(len(rows))
                 ]
@@ -290,6 +329,8 @@ class ReferenceEngine:
                     if "ragged-shared-offset" in self.mutations:
                         # every row advanced by the first live row's block (mlx-vlm PR #1155)
                         crop = min(ix.next_offset(L - 1, first_kept), t_cache.lengths[b])
+                    elif "crop-no-op" in self.mutations:
+                        crop = t_cache.lengths[b]  # a cache that cannot be trimmed keeps the rejected drafts
                     elif "crop-plus-one" in self.mutations:
                         crop = min(ix.wrong_crop_plus_one(L, kept[b]), t_cache.lengths[b])
                     else:
@@ -302,11 +343,60 @@ class ReferenceEngine:
                 self.lm_draft.batch_causal_forward(catch_up_feed, d_cache)
         return [r.done for r in rows if r.done is not None]
 
+    def _penalised(self, row: _Row, logits: Any, pending: Sequence[int]) -> Any:
+        """The request's frequency penalty over its generated tokens and ``pending`` drafts (the
+        ``penalty-ignored`` mutant skips it on the speculative path)."""
+        if "penalty-ignored" in self.mutations:
+            return logits
+        return row.request.sampling.penalise(logits, [*row.out, *pending])
+
+    def _propose(
+        self, row: _Row, logits: Any, scripted: list[float] | None, drafts_so_far: Sequence[int]
+    ) -> tuple[int, list[float]]:
+        """One draft token and the law declared to the verifier for it."""
+        if scripted is not None:
+            return row.rand.categorical(scripted), scripted
+        m = self.mutations
+        logits = self._penalised(row, logits, drafts_so_far)
+        declared = _probs(logits, row.config)
+        if "greedy-draft-softmax-q" in m:
+            token = max(range(len(declared)), key=lambda t: (declared[t], -t))
+        elif "raw-q-processed-draft" in m:
+            # drafts from a top-k-processed law (a default top_k in the generator), q from raw logits
+            k = min(row.config.top_k or self.vocab_size, RAW_Q_TOP_K)
+            token = row.rand.categorical(_probs(logits, replace(row.draft_config, top_k=k)))
+        elif "draft-temperature-ignored" in m:
+            # drafts at T=1, kept inside the declared support (so no guard trips on them)
+            law = _probs(logits, row.draft_config)
+            token = row.rand.categorical([a if d > 0 else 0.0 for a, d in zip(law, declared, strict=True)])
+        else:
+            token = row.rand.categorical(_probs(logits, row.draft_config))
+        if "draft-probs-none" in m:
+            declared = [1.0 if t == token else 0.0 for t in range(len(declared))]
+        if "unnormalised-draft" in m and not row.config.is_greedy:
+            # exp(l / T - max) over the vocabulary size instead of over its sum: q unnormalised
+            # (each entry at most its normalised value, so the residual never vanishes)
+            import torch
+
+            scaled = logits.double() / float(row.config.temperature)
+            raw = (torch.exp(scaled - scaled.max()) / len(declared)).tolist()
+            declared = [r if d > 0 else 0.0 for r, d in zip(raw, declared, strict=True)]
+        return token, declared
+
     def _settle(self, row: _Row, L: int, drafts: list[int], q_rows: list[list[float]], logits: Any) -> int:
         """Verify one row's block, commit it (truncated at a stop id and at the budget) and
         record the round; returns how many drafts the caches keep."""
         request = row.request
-        p_rows = [_probs(logits[r], row.config) for r in range(self.gamma + 1)]
+        configs = [row.config] * (self.gamma + 1)
+        if "target-default-params" in self.mutations:
+            configs = [SamplingConfig()] * (self.gamma + 1)
+        if "min-p-verify-ignored" in self.mutations:
+            configs[: self.gamma] = [replace(row.config, min_p=None)] * self.gamma
+        if "bonus-untruncated" in self.mutations:
+            configs[self.gamma] = replace(row.config, top_k=None, top_p=None, min_p=None)
+        p_rows = [
+            _probs(self._penalised(row, logits[r], drafts[:r]), configs[r]) for r in range(self.gamma + 1)
+        ]
         block = [int(t) for t in row.verify(p_rows, q_rows, drafts, row.rand)]
         kept = len(block) - 1
         accepted = self.gamma if ("missing-bonus" in self.mutations and block == drafts) else kept
@@ -343,7 +433,7 @@ class ReferenceEngine:
         out: list[int] = []
         while len(out) < request.max_new_tokens:
             logits = self.lm_target.causal_forward(tensor([committed[-1]]), cache)[-1]
-            p = _probs(logits, config)
+            p = _probs(request.sampling.penalise(logits, out), config)
             y = rand.categorical(p) if not config.is_greedy else max(range(len(p)), key=lambda t: (p[t], -t))
             committed.append(y)
             out.append(y)
@@ -436,7 +526,9 @@ class ReferenceEngine:
         position = (
             self.gamma if script.get("kind") == "full-acceptance" else int(script.get("position", self.gamma))
         )
-        p = _probs(self.target_logits([tuple(committed + drafts)])[0], config)
+        logits = self.target_logits([tuple(committed + drafts)])[0]
+        generated = [*committed[len(request.prompt) :], *drafts]
+        p = _probs(request.sampling.penalise(logits, generated), config)
         if i < position:
             return p
         if i == position:

@@ -1,0 +1,110 @@
+"""The negative-control catalog and its runner: complete, sourced, and honest about misses."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from verispec.cli import main
+from verispec.controls.catalog import ENGINE_SOURCES, Control, catalog, find
+from verispec.controls.render import html, markdown
+from verispec.controls.runner import Cell, ControlResult, ControlsRun, SubjectResult
+from verispec.errors import UsageError
+
+#: engines.md section 3 rows the controls issue names, each reproduced by an engine mutant
+REQUIRED_BUGS = {1, 2, 3, 5, 6, 7, 9, 10, 12, 14, 16, 21, 28, 31, 33, 35}
+#: and the four mechanisms it names without a row number
+REQUIRED_MUTANTS = {"crop-plus-one", "top-left-mask", "positions-reset", "draft-no-catch-up"}
+
+
+class TestCatalog:
+    def test_every_required_bug_has_an_engine_mutant(self) -> None:
+        engine = catalog(("engine",))
+        assert {c.bug for c in engine} >= REQUIRED_BUGS
+        assert {c.subject for c in engine} >= REQUIRED_MUTANTS
+
+    def test_layers_cover_the_registries(self) -> None:
+        pytest.importorskip("z3")
+        from verispec.smt.catalog import CATALOG
+        from verispec.verifiers import registry
+
+        assert {c.subject for c in catalog(("verifier",))} == set(registry.names("control"))
+        refuted = {e.name for e in CATALOG if e.expected == "refuted"}
+        assert {c.subject for c in catalog(("index",))} == refuted
+
+    def test_every_entry_is_sourced_and_has_a_way_to_be_caught(self) -> None:
+        controls = catalog()
+        assert len({c.name for c in controls}) == len(controls)
+        for c in controls:
+            assert c.source and c.mechanism, c.name
+            if c.layer == "engine":
+                assert c.expected, f"{c.name} has no check declared to catch it"
+                assert c.reproduce.startswith(f"verispec conform --engine {c.engine} --mutation {c.subject}")
+        from verispec.engines.reference import MUTATIONS
+
+        assert set(ENGINE_SOURCES) == set(MUTATIONS)
+
+    def test_find_by_name_or_subject(self) -> None:
+        assert find("engine:crop-no-op").bug == 28
+        assert find("crop-no-op").layer == "engine"
+        with pytest.raises(UsageError, match="control='crop-no-opp' is not a known name"):
+            find("crop-no-opp")
+
+    def test_cli_lists_the_catalog(self, capsys) -> None:
+        assert main(["controls", "list", "--layer", "engine", "--json"]) == 0
+        listed = json.loads(capsys.readouterr().out)
+        assert {c["subject"] for c in listed} == {c.subject for c in catalog(("engine",))}
+        assert all(c["reproduce"] for c in listed)
+
+
+def _control(subject: str) -> Control:
+    return find(f"engine:{subject}")
+
+
+class TestOutcomes:
+    def test_a_crash_is_not_a_statistical_detection(self) -> None:
+        crashed = Cell("sampling-law", "fail", None, 8, "engine error: boom", crash=True)
+        crash = ControlResult(_control("vocab-overflow"), [crashed], 1.0)
+        assert crash.outcome == "caught-by-crash" and crash.samples_to_detection is None
+        found = Cell("ids-in-vocab", "fail", None, 4, "bad output: id 24")
+        caught = ControlResult(_control("vocab-overflow"), [found], 1.0)
+        assert caught.outcome == "caught" and caught.samples_to_detection == 4
+
+    def test_an_error_is_never_a_pass_or_a_detection(self) -> None:
+        errored = ControlResult(_control("unseeded"), [Cell("determinism", "error", evidence="bug")], 1.0)
+        missed = ControlResult(_control("unseeded"), [Cell("determinism", "pass")], 1.0)
+        flagged = SubjectResult("reference", "engine", [Cell("determinism", "fail")])
+        run = ControlsRun(False, 1e-6, ("engine",), [errored, missed], [flagged])
+        assert errored.outcome == "error" and missed.outcome == "escaped"
+        assert run.verdict == "fail"
+        data = run.to_json()
+        assert data["escaped"] == ["engine:unseeded", "engine:unseeded"]
+        assert data["flagged_subjects"] == ["reference"]
+        text = markdown(data)
+        assert "## Not caught" in text and "## Correct subjects flagged" in text
+        page = html(data)
+        assert page.startswith("<!DOCTYPE html>") and "Not caught: engine:unseeded" in page
+
+
+@pytest.mark.torch
+def test_engine_controls_run_end_to_end(tmp_path, monkeypatch) -> None:
+    """Two deterministic engine controls, one statistical left out of the smoke run, and the
+    unmutated reference: caught, not run, pass; the report folder keeps every result."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import verispec.controls.runner as runner
+
+    chosen = [_control("eos-budget-first"), _control("unseeded"), _control("softmax-residual")]
+    monkeypatch.setattr(runner, "catalog", lambda layers: chosen)
+    run = runner.run_controls(("engine",), quick=True, statistical=False, out=tmp_path)
+    outcomes = {r.control.subject: r.outcome for r in run.controls}
+    assert outcomes == {"eos-budget-first": "caught", "unseeded": "caught", "softmax-residual": "not-run"}
+    assert [s.outcome for s in run.subjects] == ["pass"]
+    assert run.verdict == "pass"
+    data = json.loads((tmp_path / "report.json").read_text())
+    assert data["status"] == "complete" and data["not_run"] == ["engine:softmax-residual"]
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 4
+    page = (tmp_path / "report.html").read_text()
+    assert "Detection matrix" in page and "verispec conform --engine reference --mutation unseeded" in page

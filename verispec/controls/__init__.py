@@ -1,0 +1,1 @@
+"""Negative controls: the catalog of planted bugs, the runner that shows each one caught."""

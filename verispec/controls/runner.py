@@ -1,0 +1,367 @@
+"""Run every control through the checks that apply to it, and the unmutated subjects too.
+
+* verifier controls go to the exact checker (a shrunk counterexample is the detection);
+  the exact verifiers are their unmutated subjects;
+* index controls go to z3 (a concrete case); the proved conventions are the subjects;
+* engine controls run the conformance suite on a mutated reference engine, at the suite's
+  false-alarm rate; the unmutated ``reference`` and ``reference-tree`` are the subjects.
+
+A check that fails on a mutant catches it; a failure that is the engine crashing is recorded
+as *caught by crash*, never as a statistical detection; a check that errors is an error,
+never a pass or a detection. Results are written as each one arrives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from verispec.controls.catalog import Control, Layer, catalog
+from verispec.errors import UsageError
+from verispec.report.folder import ReportFolder
+from verispec.stats.constants import SUITE_ALPHA
+
+__all__ = ["Cell", "ControlResult", "ControlsRun", "SubjectResult", "run_controls"]
+
+LAYERS: tuple[Layer, ...] = ("verifier", "engine", "index")
+#: Reasons that mean the engine itself failed (crash, hang, unusable answer).
+_CRASH_PREFIXES = ("engine error:", "engine misuse:")
+
+
+@dataclass
+class Cell:
+    """One subject under one check: the check's own status and evidence."""
+
+    check: str
+    status: str  # "fail" (the check flags it), "pass", "skip" or "error"
+    pvalue: float | None = None
+    samples: int | None = None  # generate calls (engine) or instances (verifier)
+    evidence: str = ""
+    crash: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "status": self.status,
+            "pvalue": self.pvalue,
+            "samples": self.samples,
+            "evidence": self.evidence,
+            "crash": self.crash,
+        }
+
+
+@dataclass
+class ControlResult:
+    control: Control
+    cells: list[Cell]
+    seconds: float
+
+    not_run: str | None = None  # why the control was left out of this run
+
+    @property
+    def outcome(self) -> str:
+        """``caught``, ``caught-by-crash``, ``error`` (a check errored and none caught it),
+        ``escaped``, or ``not-run`` (left out of a smoke run, with the reason)."""
+        if self.not_run:
+            return "not-run"
+        if any(c.status == "fail" and not c.crash for c in self.cells):
+            return "caught"
+        if any(c.status == "fail" for c in self.cells):
+            return "caught-by-crash"
+        if any(c.status == "error" for c in self.cells):
+            return "error"
+        return "escaped"
+
+    @property
+    def samples_to_detection(self) -> int | None:
+        """The fewest samples a catching check used (generate calls for engine controls)."""
+        used = [c.samples for c in self.cells if c.status == "fail" and not c.crash and c.samples]
+        return min(used) if used else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.control.to_json(),
+            "outcome": self.outcome,
+            "samples_to_detection": self.samples_to_detection,
+            "seconds": round(self.seconds, 2),
+            "not_run": self.not_run,
+            "cells": [c.to_json() for c in self.cells],
+        }
+
+
+@dataclass
+class SubjectResult:
+    """An unmutated subject (exact verifier, proved convention, correct engine)."""
+
+    name: str
+    layer: Layer
+    cells: list[Cell]
+    seconds: float = 0.0
+
+    @property
+    def outcome(self) -> str:
+        if any(c.status == "fail" for c in self.cells):
+            return "flagged"
+        if any(c.status == "error" for c in self.cells):
+            return "error"
+        return "pass"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "layer": self.layer,
+            "outcome": self.outcome,
+            "seconds": round(self.seconds, 2),
+            "cells": [c.to_json() for c in self.cells],
+        }
+
+
+@dataclass
+class ControlsRun:
+    quick: bool
+    alpha: float
+    layers: tuple[Layer, ...]
+    controls: list[ControlResult] = field(default_factory=list)
+    subjects: list[SubjectResult] = field(default_factory=list)
+    wall_seconds: float = 0.0
+
+    @property
+    def escaped(self) -> list[ControlResult]:
+        return [r for r in self.controls if r.outcome in ("escaped", "error")]
+
+    @property
+    def not_run(self) -> list[ControlResult]:
+        return [r for r in self.controls if r.outcome == "not-run"]
+
+    @property
+    def flagged(self) -> list[SubjectResult]:
+        return [s for s in self.subjects if s.outcome != "pass"]
+
+    @property
+    def verdict(self) -> str:
+        return "fail" if self.escaped or self.flagged else "pass"
+
+    def detection_summary(self) -> dict[str, Any]:
+        engine = [r.samples_to_detection for r in self.controls if r.control.layer == "engine"]
+        counted = sorted(s for s in engine if s is not None)
+        return {
+            "engine_mutants": len(engine),
+            "statistically_caught": len(counted),
+            "median_generate_calls": statistics.median(counted) if counted else None,
+            "max_generate_calls": counted[-1] if counted else None,
+        }
+
+    def to_json(self, status: str = "complete") -> dict[str, Any]:
+        outcomes: dict[str, int] = {}
+        for r in self.controls:
+            outcomes[r.outcome] = outcomes.get(r.outcome, 0) + 1
+        return {
+            "schema": "verispec.controls/1",
+            "status": status,
+            "verdict": self.verdict,
+            "quick": self.quick,
+            "alpha": self.alpha,
+            "layers": list(self.layers),
+            "wall_seconds": round(self.wall_seconds, 1),
+            "outcomes": outcomes,
+            "samples_to_detection": self.detection_summary(),
+            "escaped": [r.control.name for r in self.escaped],
+            "not_run": [r.control.name for r in self.not_run],
+            "flagged_subjects": [s.name for s in self.flagged],
+            "controls": [r.to_json() for r in self.controls],
+            "subjects": [s.to_json() for s in self.subjects],
+        }
+
+
+# ------------------------------------------------------------------------------ layers
+
+
+def _prove_cell(result: Any) -> Cell:
+    status = {"refuted": "fail", "proved": "pass"}.get(result.verdict, "error")
+    evidence = result.counterexample_text or result.reason or result.scope or ""
+    return Cell("exact-checker", status, samples=result.instances, evidence=str(evidence)[:400])
+
+
+def _smt_cell(result: Any) -> Cell:
+    kind = result.result.verdict.kind
+    status = {"refuted": "fail", "proved": "pass"}.get(kind, "error")
+    cx = result.result.counterexample
+    return Cell("smt", status, evidence=json.dumps(cx, sort_keys=True)[:400] if cx else "")
+
+
+def _conformance_cells(run: Any) -> list[Cell]:
+    return [
+        Cell(
+            r.name,
+            r.status,
+            r.pvalue,
+            r.generate_calls,
+            r.reason[:400],
+            crash=r.status == "fail" and r.reason.startswith(_CRASH_PREFIXES),
+        )
+        for r in run.results
+    ]
+
+
+def run_controls(
+    layers: Sequence[Layer] = LAYERS,
+    *,
+    quick: bool = False,
+    alpha: float = SUITE_ALPHA,
+    jobs: int = 2,
+    engine: str | None = None,
+    full_matrix: bool | None = None,
+    statistical: bool = True,
+    out: str | os.PathLike[str] | None = None,
+    prove_results: Sequence[Any] | None = None,
+    smt_results: Sequence[Any] | None = None,
+    on_control: Callable[[ControlResult], None] | None = None,
+    on_subject: Callable[[SubjectResult], None] | None = None,
+) -> ControlsRun:
+    """Run the catalog (see the module docstring) and return the detection record.
+
+    ``full_matrix`` (default: not ``quick``) runs every engine mutant through every check;
+    otherwise through the checks declared to catch it. The declared checks run with the
+    conformance suite's full sample sizes, the rest of the matrix with its quick ones.
+    ``statistical=False`` (a smoke run) leaves out the engine controls whose declared checks
+    are all statistical, and says so. ``engine`` keeps the engine controls of one built-in
+    engine. ``prove_results`` and ``smt_results`` reuse results already computed
+    (the main job has them).
+    """
+    from verispec.conformance.checks import CHECKS
+    from verispec.conformance.runner import conform
+
+    for layer in layers:
+        if layer not in LAYERS:
+            raise UsageError(f"layer={layer!r} is not one of {', '.join(LAYERS)}")
+    if not 0 < alpha < 1:
+        raise UsageError(f"alpha={alpha!r} must be in (0, 1)")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise UsageError(f"jobs={jobs!r} must be a positive integer")
+    full = (not quick) if full_matrix is None else full_matrix
+    controls = catalog(tuple(layers))
+    if engine is not None:
+        engines = sorted({c.engine or "" for c in controls if c.layer == "engine"})
+        if engine not in engines:
+            raise UsageError(f"engine={engine!r} has no controls; engine controls exist for {engines}")
+        controls = [c for c in controls if c.layer != "engine" or c.engine == engine]
+    run = ControlsRun(quick, alpha, tuple(layers))
+    writer = _Writer(Path(out)) if out else None
+    start = time.perf_counter()
+
+    def add_control(result: ControlResult) -> None:
+        run.controls.append(result)
+        run.wall_seconds = time.perf_counter() - start
+        if writer:
+            writer.write(run, "control", result.to_json())
+        if on_control:
+            on_control(result)
+
+    def add_subject(result: SubjectResult) -> None:
+        run.subjects.append(result)
+        run.wall_seconds = time.perf_counter() - start
+        if writer:
+            writer.write(run, "subject", result.to_json())
+        if on_subject:
+            on_subject(result)
+
+    by_layer = {layer: [c for c in controls if c.layer == layer] for layer in LAYERS}
+    if by_layer["verifier"] and "verifier" in layers:
+        from verispec.exact.prove import ProveBudget, prove
+        from verispec.verifiers import registry
+
+        if prove_results is None:
+            budget = ProveBudget.quick() if quick else ProveBudget()
+            prove_results = prove(registry.names(), budget, jobs=jobs)
+        for r in prove_results:
+            if r.kind == "control":
+                control = next(c for c in by_layer["verifier"] if c.subject == r.name)
+                add_control(ControlResult(control, [_prove_cell(r)], r.seconds))
+            else:
+                add_subject(SubjectResult(r.name, "verifier", [_prove_cell(r)], r.seconds))
+    if "index" in layers:
+        from verispec.smt.catalog import run_catalog
+
+        for r in smt_results if smt_results is not None else run_catalog():
+            seconds = getattr(r.result, "seconds", 0.0)
+            if r.entry.expected == "refuted":
+                control = next(c for c in by_layer["index"] if c.subject == r.entry.name)
+                add_control(ControlResult(control, [_smt_cell(r)], seconds))
+            else:
+                add_subject(SubjectResult(r.entry.name, "index", [_smt_cell(r)], seconds))
+    if by_layer["engine"]:
+        subjects = sorted({c.engine for c in by_layer["engine"] if c.engine})
+
+        statistical_checks = {c.name for c in CHECKS if c.statistical}
+
+        def declared(control: Control | None, subject: str) -> list[str]:
+            wanted = (
+                set(control.expected)
+                if control
+                else {n for c in by_layer["engine"] if c.engine == subject for n in c.expected}
+            )
+            if not statistical:
+                wanted -= statistical_checks
+            return [c.name for c in CHECKS if c.name in wanted]
+
+        def engine_job(item: tuple[str, Control | None]) -> ControlResult | SubjectResult:
+            subject, control = item
+            t0 = time.perf_counter()
+            options = {"mutations": [control.subject]} if control else None
+            main = declared(control, subject)
+            # the declared checks at full sample sizes; the rest of the matrix at quick ones
+            runs = [conform(subject, quick=False, alpha=alpha, checks=main, options=options)] if main else []
+            rest = [c.name for c in CHECKS if c.name not in main]
+            if full and rest:
+                runs.append(conform(subject, quick=True, alpha=alpha, checks=rest, options=options))
+            order = {c.name: i for i, c in enumerate(CHECKS)}
+            cells = sorted(
+                (cell for r in runs for cell in _conformance_cells(r)), key=lambda c: order[c.check]
+            )
+            if control is None:
+                return SubjectResult(subject, "engine", cells, time.perf_counter() - t0)
+            return ControlResult(control, cells, time.perf_counter() - t0)
+
+        items: list[tuple[str, Control | None]] = [(s, None) for s in subjects]
+        for c in by_layer["engine"]:
+            if declared(c, c.engine or "reference") or full:
+                items.append((c.engine or "reference", c))
+            else:
+                reason = "its declared checks are statistical: left out of the smoke run"
+                add_control(ControlResult(c, [], 0.0, not_run=reason))
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            for outcome in pool.map(engine_job, items):
+                if isinstance(outcome, SubjectResult):
+                    add_subject(outcome)
+                else:
+                    add_control(outcome)
+    run.wall_seconds = time.perf_counter() - start
+    if writer:
+        writer.finish(run)
+    return run
+
+
+class _Writer:
+    """The controls report folder, rewritten after every result."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = ReportFolder(folder)
+
+    def write(self, run: ControlsRun, kind: str, record: dict[str, Any]) -> None:
+        self.folder.append({"kind": kind, **record})
+        self.finish(run, partial=True)
+
+    def finish(self, run: ControlsRun, partial: bool = False) -> None:
+        from verispec.controls.render import html, markdown
+
+        data = run.to_json("running" if partial else "complete")
+        self.folder.write("report.json", json.dumps(data, indent=2) + "\n")
+        self.folder.write("report.md", markdown(data))
+        self.folder.write("report.html", html(data))
