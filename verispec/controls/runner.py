@@ -229,7 +229,9 @@ def run_controls(
 
     ``full_matrix`` (default: not ``quick``) runs every engine mutant through every check;
     otherwise through the checks declared to catch it. The declared checks run with the
-    conformance suite's full sample sizes, the rest of the matrix with its quick ones.
+    conformance suite's full sample sizes and the sequential first-token design (it stops at
+    the first evidence, so its calls are the samples to detection), the rest of the matrix
+    with the quick sizes.
     ``statistical=False`` (a smoke run) leaves out the engine controls whose declared checks
     are all statistical, and says so. ``engine`` keeps the engine controls of one built-in
     engine. ``prove_results`` and ``smt_results`` reuse results already computed
@@ -316,8 +318,15 @@ def run_controls(
             t0 = time.perf_counter()
             options = {"mutations": [control.subject]} if control else None
             main = declared(control, subject)
-            # the declared checks at full sample sizes; the rest of the matrix at quick ones
-            runs = [conform(subject, quick=False, alpha=alpha, checks=main, options=options)] if main else []
+            # the declared checks at full sample sizes (the first-token law sequential, so that it
+            # stops at the first evidence); the rest of the matrix at quick sizes
+            runs = []
+            if main:
+                runs.append(
+                    conform(
+                        subject, quick=False, alpha=alpha, checks=main, options=options, design="sequential"
+                    )
+                )
             rest = [c.name for c in CHECKS if c.name not in main]
             if full and rest:
                 runs.append(conform(subject, quick=True, alpha=alpha, checks=rest, options=options))
