@@ -210,6 +210,26 @@ def _conformance_cells(run: Any) -> list[Cell]:
     ]
 
 
+def _merge(cells: list[Cell], order: list[str]) -> list[Cell]:
+    """One cell per check: a check run at two sizes counts the samples of both, and fails
+    if either run failed (the evidence says which)."""
+    merged: dict[str, Cell] = {}
+    for cell in cells:
+        before = merged.get(cell.check)
+        if before is None:
+            merged[cell.check] = cell
+            continue
+        total = (before.samples or 0) + (cell.samples or 0)
+        if before.status == "fail":
+            merged[cell.check] = Cell(
+                before.check, "fail", before.pvalue, total, before.evidence, before.crash
+            )
+        else:
+            evidence = f"at full size, after {before.samples} quick-size samples: {cell.evidence}"
+            merged[cell.check] = Cell(cell.check, cell.status, cell.pvalue, total, evidence[:400], cell.crash)
+    return sorted(merged.values(), key=lambda c: order.index(c.check))
+
+
 def run_controls(
     layers: Sequence[Layer] = LAYERS,
     *,
@@ -228,10 +248,11 @@ def run_controls(
     """Run the catalog (see the module docstring) and return the detection record.
 
     ``full_matrix`` (default: not ``quick``) runs every engine mutant through every check;
-    otherwise through the checks declared to catch it. The declared checks run with the
-    conformance suite's full sample sizes and the sequential first-token design (it stops at
-    the first evidence, so its calls are the samples to detection), the rest of the matrix
-    with the quick sizes.
+    otherwise through the checks declared to catch it. The declared checks run at the
+    conformance suite's quick sizes with the sequential first-token design (it stops at the
+    first evidence, so its calls are the samples to detection); a mutant they miss, and every
+    unmutated subject, also runs the declared statistical checks at full sizes, and the
+    samples of both count. The rest of the matrix runs at quick sizes.
     ``statistical=False`` (a smoke run) leaves out the engine controls whose declared checks
     are all statistical, and says so. ``engine`` keeps the engine controls of one built-in
     engine. ``prove_results`` and ``smt_results`` reuse results already computed
@@ -318,22 +339,20 @@ def run_controls(
             t0 = time.perf_counter()
             options = {"mutations": [control.subject]} if control else None
             main = declared(control, subject)
-            # the declared checks at full sample sizes (the first-token law sequential, so that it
-            # stops at the first evidence); the rest of the matrix at quick sizes
-            runs = []
-            if main:
-                runs.append(
-                    conform(
-                        subject, quick=False, alpha=alpha, checks=main, options=options, design="sequential"
-                    )
-                )
+            # the declared checks at quick sizes first (the first-token law sequential, so that it
+            # stops at the first evidence); a mutant they miss, and every unmutated subject, then
+            # goes through the declared statistical checks at full sizes; the rest of the matrix
+            # runs at quick sizes
+            sequential = dict(alpha=alpha, options=options, design="sequential")
+            runs = [conform(subject, quick=True, checks=main, **sequential)] if main else []  # type: ignore[arg-type]
+            caught = any(r.status == "fail" for run in runs for r in run.results)
+            escalate = [n for n in main if n in statistical_checks]
+            if escalate and (control is None or not caught):
+                runs.append(conform(subject, quick=False, checks=escalate, **sequential))  # type: ignore[arg-type]
             rest = [c.name for c in CHECKS if c.name not in main]
             if full and rest:
                 runs.append(conform(subject, quick=True, alpha=alpha, checks=rest, options=options))
-            order = {c.name: i for i, c in enumerate(CHECKS)}
-            cells = sorted(
-                (cell for r in runs for cell in _conformance_cells(r)), key=lambda c: order[c.check]
-            )
+            cells = _merge([cell for r in runs for cell in _conformance_cells(r)], [c.name for c in CHECKS])
             if control is None:
                 return SubjectResult(subject, "engine", cells, time.perf_counter() - t0)
             return ControlResult(control, cells, time.perf_counter() - t0)
