@@ -99,7 +99,9 @@ class EngineProxy:
             return {"error": "the engine process exited"}
         return json.loads(line)  # type: ignore[no-any-return]
 
-    def _ask(self, message: dict[str, Any], *, startup: bool = False) -> dict[str, Any]:
+    def _ask(
+        self, message: dict[str, Any], *, startup: bool = False, timeout_s: float | None = None
+    ) -> dict[str, Any]:
         if self.proc is None or self.proc.poll() is not None:
             if self.proc is not None:
                 self.restarts += 1
@@ -107,11 +109,12 @@ class EngineProxy:
         self.proc.stdin.write(json.dumps(message) + "\n")
         self.proc.stdin.flush()
         start = time.perf_counter()
-        answer = self._read(self.startup_timeout_s if startup else self.timeout_s)
+        limit = self.startup_timeout_s if startup else timeout_s or self.timeout_s
+        answer = self._read(limit)
         self.seconds += time.perf_counter() - start
         if answer is None:
             self.close()
-            raise EngineError(f"no answer within {self.timeout_s:g} s (time limit); the engine was restarted")
+            raise EngineError(f"no answer within {limit:g} s (time limit); the engine was restarted")
         if "error" in answer:
             if answer["error"] == "the engine process exited":
                 self.close()
@@ -144,11 +147,10 @@ class EngineProxy:
         if len(requests) == 1:
             return [self.generate(requests[0])]
         self.calls += len(requests)
-        limit, self.timeout_s = self.timeout_s, self.timeout_s * len(requests)
-        try:
-            answer = self._ask({"op": "generate_batch", "requests": [r.to_json() for r in requests]})
-        finally:
-            self.timeout_s = limit
+        answer = self._ask(
+            {"op": "generate_batch", "requests": [r.to_json() for r in requests]},
+            timeout_s=self.timeout_s * len(requests),
+        )
         completions = answer.get("completions")
         if not isinstance(completions, list) or len(completions) != len(requests):
             got = len(completions) if isinstance(completions, list) else completions

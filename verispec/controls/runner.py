@@ -279,21 +279,15 @@ def run_controls(
     writer = _Writer(Path(out)) if out else None
     start = time.perf_counter()
 
-    def add_control(result: ControlResult) -> None:
-        run.controls.append(result)
+    def record(result: ControlResult | SubjectResult) -> None:
+        is_control = isinstance(result, ControlResult)
+        (run.controls if is_control else run.subjects).append(result)  # type: ignore[arg-type]
         run.wall_seconds = time.perf_counter() - start
         if writer:
-            writer.write(run, "control", result.to_json())
-        if on_control:
-            on_control(result)
-
-    def add_subject(result: SubjectResult) -> None:
-        run.subjects.append(result)
-        run.wall_seconds = time.perf_counter() - start
-        if writer:
-            writer.write(run, "subject", result.to_json())
-        if on_subject:
-            on_subject(result)
+            writer.write(run, "control" if is_control else "subject", result.to_json())
+        callback = on_control if is_control else on_subject
+        if callback:
+            callback(result)  # type: ignore[arg-type]
 
     by_layer = {layer: [c for c in controls if c.layer == layer] for layer in LAYERS}
     if by_layer["verifier"] and "verifier" in layers:
@@ -306,9 +300,9 @@ def run_controls(
         for r in prove_results:
             if r.kind == "control":
                 control = next(c for c in by_layer["verifier"] if c.subject == r.name)
-                add_control(ControlResult(control, [_prove_cell(r)], r.seconds))
+                record(ControlResult(control, [_prove_cell(r)], r.seconds))
             else:
-                add_subject(SubjectResult(r.name, "verifier", [_prove_cell(r)], r.seconds))
+                record(SubjectResult(r.name, "verifier", [_prove_cell(r)], r.seconds))
     if "index" in layers:
         from verispec.smt.catalog import run_catalog
 
@@ -316,9 +310,9 @@ def run_controls(
             seconds = getattr(r.result, "seconds", 0.0)
             if r.entry.expected == "refuted":
                 control = next(c for c in by_layer["index"] if c.subject == r.entry.name)
-                add_control(ControlResult(control, [_smt_cell(r)], seconds))
+                record(ControlResult(control, [_smt_cell(r)], seconds))
             else:
-                add_subject(SubjectResult(r.entry.name, "index", [_smt_cell(r)], seconds))
+                record(SubjectResult(r.entry.name, "index", [_smt_cell(r)], seconds))
     if by_layer["engine"]:
         subjects = sorted({c.engine for c in by_layer["engine"] if c.engine})
 
@@ -363,13 +357,10 @@ def run_controls(
                 items.append((c.engine or "reference", c))
             else:
                 reason = "its declared checks are statistical: left out of the smoke run"
-                add_control(ControlResult(c, [], 0.0, not_run=reason))
+                record(ControlResult(c, [], 0.0, not_run=reason))
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             for outcome in pool.map(engine_job, items):
-                if isinstance(outcome, SubjectResult):
-                    add_subject(outcome)
-                else:
-                    add_control(outcome)
+                record(outcome)
     run.wall_seconds = time.perf_counter() - start
     if writer:
         writer.finish(run)
