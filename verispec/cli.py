@@ -252,8 +252,12 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser(
         "check",
         help="run everything on built-in defaults and write a report folder",
-        description="The main job: the seed articles' numbers, symbolic theorems, and every "
-        "verifier proved or refuted; writes report.json, report.md and results.jsonl.",
+        description="The main job, in six steps: the seed articles' numbers, symbolic theorems, "
+        "the SMT catalog of index conventions, conformance of the reference and transformers "
+        "engines on tiny seeded models, every verifier proved or refuted, and the negative "
+        "controls. Writes report.json, report.md, report.html and results.jsonl (rewritten as "
+        "each result arrives), with conformance/ and controls/ sub-folders. Exits non-zero if "
+        "anything fails. --quick is a smoke run of a few minutes.",
     )
     check.add_argument("--out", default="verispec-report", help="report folder (default: verispec-report)")
     _add_budget_options(check)
@@ -563,7 +567,7 @@ def cmd_check(args: argparse.Namespace, argv: Sequence[str]) -> ExitCode:
     _progress(f"verdict: {verdict.upper()} ({', '.join(f'{k} {v}' for k, v in summary.items())})")
     for line in failures + unknown:
         _progress(f"  not as expected: {line}")
-    _progress(f"report: {args.out}/report.md")
+    _progress(f"report: {args.out}/report.html (also report.md, report.json)")
     return code
 
 
@@ -632,11 +636,14 @@ def _check_controls(
         _progress("  --  engine controls skipped: torch and transformers are not installed")
     from verispec.controls.runner import run_controls
 
+    # steps 3 and 4 have shown the verifier and index results already
     def show(r: Any) -> None:
         if r.control.layer == "engine":
-            by = ", ".join(c.check for c in r.cells if c.status == "fail") or r.not_run or "no check"
-            mark = "BAD" if r.outcome in ("escaped", "error") else "ok "
-            _progress(f"  {mark} {r.control.name:<34} {r.outcome:<15} {by}")
+            _show_control(r)
+
+    def show_subject(s: Any) -> None:
+        if s.layer == "engine":
+            _show_subject(s)
 
     run = run_controls(
         layers,  # type: ignore[arg-type]
@@ -648,6 +655,7 @@ def _check_controls(
         prove_results=prove_results,
         smt_results=smt_results,
         on_control=show,
+        on_subject=show_subject,
     )
     data = run.to_json()
     report.add(
@@ -823,27 +831,24 @@ def cmd_controls(args: argparse.Namespace) -> ExitCode:
     return ExitCode.OK if run.verdict == "pass" else ExitCode.NON_CONFORMANCE
 
 
-def _run_controls(
-    args: argparse.Namespace, layers: tuple[str, ...], prove_results: Any = None, smt_results: Any = None
-) -> Any:
+def _show_control(r: Any) -> None:
+    """One line per control result: outcome, samples to detection, the checks that caught it."""
+    mark = "ok " if r.outcome.startswith("caught") else "-- " if r.outcome == "not-run" else "BAD"
+    by = "by " + (", ".join(c.check for c in r.cells if c.status == "fail") or "no check")
+    samples = f"{r.samples_to_detection} samples" if r.samples_to_detection else ""
+    _progress(f"  {mark} {r.control.name:<34} {r.outcome:<15} {samples:<13} {r.not_run or by}")
+
+
+def _show_subject(s: Any) -> None:
+    mark = "ok " if s.outcome == "pass" else "BAD"
+    _progress(f"  {mark} unmutated {s.layer} subject {s.name}: {s.outcome}")
+
+
+def _run_controls(args: argparse.Namespace, layers: tuple[str, ...]) -> Any:
     """Run the controls with a line per result on stderr; returns the run."""
     from verispec.controls.runner import run_controls
 
     quiet = getattr(args, "json", False)
-
-    def show_control(r: Any) -> None:
-        if quiet:
-            return
-        mark = "ok " if r.outcome.startswith("caught") else "BAD"
-        by = ", ".join(c.check for c in r.cells if c.status == "fail") or "no check"
-        samples = f"{r.samples_to_detection} samples" if r.samples_to_detection else ""
-        _progress(f"  {mark} {r.control.name:<34} {r.outcome:<15} {samples:<13} by {by}")
-
-    def show_subject(s: Any) -> None:
-        if not quiet:
-            mark = "ok " if s.outcome == "pass" else "BAD"
-            _progress(f"  {mark} unmutated {s.layer} subject {s.name}: {s.outcome}")
-
     if not quiet:
         _progress(
             f"negative controls ({', '.join(layers)}{'; quick' if args.quick else ''}): writing {args.out}/"
@@ -855,10 +860,8 @@ def _run_controls(
         jobs=args.jobs,
         engine=getattr(args, "engine", None),
         out=args.out,
-        prove_results=prove_results,
-        smt_results=smt_results,
-        on_control=show_control,
-        on_subject=show_subject,
+        on_control=None if quiet else _show_control,
+        on_subject=None if quiet else _show_subject,
     )
     if not quiet:
         summary = run.detection_summary()

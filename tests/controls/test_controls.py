@@ -75,7 +75,7 @@ class TestOutcomes:
         errored = ControlResult(_control("unseeded"), [Cell("determinism", "error", evidence="bug")], 1.0)
         missed = ControlResult(_control("unseeded"), [Cell("determinism", "pass")], 1.0)
         flagged = SubjectResult("reference", "engine", [Cell("determinism", "fail")])
-        run = ControlsRun(False, 1e-6, ("engine",), [errored, missed], [flagged])
+        run = ControlsRun(False, 1e-6, ("engine",), False, [errored, missed], [flagged])
         assert errored.outcome == "error" and missed.outcome == "escaped"
         assert run.verdict == "fail"
         data = run.to_json()
@@ -108,3 +108,52 @@ def test_engine_controls_run_end_to_end(tmp_path, monkeypatch) -> None:
     assert len(lines) == 4
     page = (tmp_path / "report.html").read_text()
     assert "Detection matrix" in page and "verispec conform --engine reference --mutation unseeded" in page
+
+
+class TestEscalation:
+    """The engine layer's schedule, with a scripted stand-in for the conformance runner:
+    quick sizes first, full sizes only for a miss, and the subject on the same tests."""
+
+    def _run(self, monkeypatch, caught_quick: dict[str, bool]) -> tuple[ControlsRun, list[tuple]]:
+        import verispec.conformance.runner as conformance
+        import verispec.controls.runner as runner
+        from verispec.conformance.checks import CheckResult
+
+        chosen = [_control("resample-target"), _control("draft-temperature-ignored")]
+        calls: list[tuple] = []
+
+        def fake_conform(subject, *, quick, checks, options=None, **kw):
+            mutation = (options or {}).get("mutations", [None])[0]
+            calls.append((mutation, quick, tuple(checks), kw.get("design", "planned")))
+            status = "fail" if mutation and (caught_quick[mutation] or not quick) else "pass"
+            calls_used = 80 if quick else 720
+            results = [CheckResult(n, status, "", pvalue=1e-9, generate_calls=calls_used) for n in checks]
+            return type("Run", (), {"results": results})()
+
+        monkeypatch.setattr(conformance, "conform", fake_conform)
+        monkeypatch.setattr(runner, "catalog", lambda layers: chosen)
+        return runner.run_controls(("engine",), quick=True, jobs=1), calls
+
+    def test_a_miss_escalates_and_the_subject_follows(self, monkeypatch) -> None:
+        run, calls = self._run(monkeypatch, {"resample-target": True, "draft-temperature-ignored": False})
+        first, later = run.controls
+        assert first.control.subject == "resample-target" and first.samples_to_detection == 80
+        assert "--quick --design sequential" in first.to_json()["reproduce"]
+        # missed at quick sizes: both runs' samples count, and the reproduction drops --quick
+        assert later.outcome == "caught" and later.samples_to_detection == 800
+        assert later.to_json()["reproduce"] == (
+            "verispec conform --engine reference --mutation draft-temperature-ignored "
+            "--design sequential --check sampling-law"
+        )
+        assert later.cells[0].evidence.startswith("at full size, after 80 quick-size samples")
+        subject = [c for c in calls if c[0] is None]
+        assert subject == [
+            (None, True, ("sampling-law", "first-token-law"), "sequential"),
+            (None, False, ("sampling-law",), "sequential"),
+        ]
+        assert run.subjects[0].outcome == "pass"
+
+    def test_no_miss_no_full_size_run(self, monkeypatch) -> None:
+        run, calls = self._run(monkeypatch, {"resample-target": True, "draft-temperature-ignored": True})
+        assert all(quick for _, quick, _, _ in calls)
+        assert run.verdict == "pass" and run.to_json()["full_matrix"] is False

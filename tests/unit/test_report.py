@@ -27,9 +27,67 @@ class TestReportWriter:
         assert data["sections"]["seeds"][0]["name"] == "a"
         assert json.loads((tmp_path / "results.jsonl").read_text().splitlines()[0])["name"] == "a"
         assert "partial" in (tmp_path / "report.md").read_text()
+        page = (tmp_path / "report.html").read_text()
+        assert page.startswith("<!DOCTYPE html>") and "<td>1</td>" in page and "partial" in page
 
     def test_finish_records_verdict_and_summary(self, tmp_path) -> None:
         writer = ReportWriter(tmp_path, command=["verispec"], settings={})
         writer.finish("pass", {"seconds": 1})
         data = json.loads((tmp_path / "report.json").read_text())
         assert (data["status"], data["verdict"], data["summary"]) == ("complete", "pass", {"seconds": 1})
+
+
+class TestHtml:
+    def test_the_markdown_subset_becomes_html(self) -> None:
+        from verispec.report.html import markdown_to_html
+
+        text = "\n".join(
+            [
+                "# Title <x>",
+                "",
+                "- verdict: **fail**; see [the matrix](controls/report.html)",
+                "- `a|b` and `**not bold**`",
+                "",
+                "| name | value |",
+                "|---|---|",
+                "| `p\\|q` | 1 |",
+                "",
+                "```",
+                "<raw> **kept**",
+                "```",
+                "*greedy* proved; p=0* stays",
+                "",
+                "two lines",
+                "of one paragraph",
+            ]
+        )
+        page = markdown_to_html(text)
+        assert "<h1>Title &lt;x&gt;</h1>" in page
+        link = '<a href="controls/report.html">the matrix</a>'
+        assert f"<li>verdict: <strong>fail</strong>; see {link}</li>" in page
+        assert "<code>**not bold**</code>" in page
+        assert "<tr><th>name</th><th>value</th></tr><tr><td><code>p|q</code></td><td>1</td></tr>" in page
+        assert "<pre>&lt;raw&gt; **kept**</pre>" in page
+        assert "<p><em>greedy</em> proved; p=0* stays</p>" in page
+        assert "<p>two lines of one paragraph</p>" in page
+
+    def test_the_controls_section_is_rendered_not_dumped(self) -> None:
+        from verispec.report.markdown import render
+
+        record = {
+            "verdict": "fail",
+            "outcomes": {"caught": 57, "escaped": 1},
+            "samples_to_detection": {
+                "engine_mutants": 30,
+                "statistically_caught": 29,
+                "median_generate_calls": 18,
+                "max_generate_calls": 800,
+            },
+            "escaped": ["engine:unseeded"],
+            "not_run": [],
+            "flagged_subjects": [],
+            "report": "controls/report.html",
+        }
+        text = render({"sections": {"controls": [record]}})
+        assert "## Negative controls" in text and "- **not caught**: `engine:unseeded`" in text
+        assert "median 18, max 800" in text and "[controls/report.html](controls/report.html)" in text

@@ -31,6 +31,8 @@ class EngineProxy:
     ``timeout_s`` bounds every request; after a hang or a crash the process is restarted
     (the next request pays the start-up) and the failed request raises :class:`EngineError`.
     ``calls`` counts generate calls; ``seconds`` the wall time spent waiting on the engine.
+    ``threads`` caps the engine process's CPU threads (OpenMP and MKL), for engines run side
+    by side.
     """
 
     def __init__(
@@ -41,12 +43,16 @@ class EngineProxy:
         options: dict[str, Any] | None = None,
         timeout_s: float = 120.0,
         startup_timeout_s: float = 600.0,
+        threads: int | None = None,
     ) -> None:
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise UsageError(f"threads={threads!r} must be a positive integer or None")
         self.spec = engine
         self.device = device
         self.options = options or {}
         self.timeout_s = timeout_s
         self.startup_timeout_s = startup_timeout_s
+        self.threads = threads
         self.proc: Any = None
         self.calls = 0
         self.seconds = 0.0
@@ -69,6 +75,8 @@ class EngineProxy:
     def _spawn(self) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+        if self.threads is not None:
+            env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(self.threads)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "verispec.conformance.engine_worker"],
             stdin=subprocess.PIPE,

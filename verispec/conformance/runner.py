@@ -121,12 +121,13 @@ def conform(
     on_start: Callable[[str], None] | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
     design: str = "planned",
+    threads: int | None = None,
 ) -> ConformanceRun:
     """Run the conformance checks on ``engine`` (a built-in name or ``module:factory``).
 
     ``design`` is ``"planned"`` (fixed sample sizes) or ``"sequential"`` (the first-token
     law stops at the first evidence); ``on_progress(check, done, planned)`` reports long
-    checks as they go.
+    checks as they go; ``threads`` caps the engine process's CPU threads.
     """
     from verispec.report import environment
 
@@ -136,7 +137,7 @@ def conform(
         raise UsageError(f"design={design!r} is not one of {', '.join(DESIGNS)}")
     selected = _select(checks)
     start = time.perf_counter()
-    with EngineProxy(engine, device=device, options=options, timeout_s=timeout_s) as proxy:
+    with EngineProxy(engine, device=device, options=options, timeout_s=timeout_s, threads=threads) as proxy:
         run = ConformanceRun(
             engine,
             proxy.name,

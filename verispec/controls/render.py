@@ -8,6 +8,7 @@ its layer, public source, mechanism, samples to detection and reproduction comma
 from __future__ import annotations
 
 import html as _html
+from collections.abc import Sequence
 from typing import Any
 
 from verispec.report.markdown import table
@@ -48,6 +49,18 @@ def _columns(data: dict[str, Any]) -> list[str]:
     return seen
 
 
+def _scope(data: dict[str, Any]) -> str:
+    return " (every check)" if data["full_matrix"] else " (the checks declared to catch each control)"
+
+
+def _samples(control: dict[str, Any]) -> str:
+    if control["samples_to_detection"]:
+        return str(control["samples_to_detection"])
+    if control["layer"] != "engine" and control["outcome"] == "caught":
+        return "exact" if control["layer"] == "verifier" else "z3"
+    return ""
+
+
 def _cell_text(cell: dict[str, Any]) -> str:
     if cell["status"] != "fail":
         return str(cell["status"])
@@ -67,7 +80,7 @@ def markdown(data: dict[str, Any]) -> str:
         f"- {len(data['controls'])} controls in layers {', '.join(data['layers'])}; outcomes "
         + ", ".join(f"{k} {v}" for k, v in sorted(data["outcomes"].items())),
         f"- engine checks at family-wise false-alarm rate {data['alpha']:g} per run"
-        f"{' (declared checks only)' if data['quick'] else ' (every check)'}; {data['wall_seconds']} s",
+        f"{_scope(data)}; {data['wall_seconds']} s",
         f"- engine mutants: {summary['statistically_caught']} of {summary['engine_mutants']} caught "
         f"statistically or exactly; generate calls to detection: median {summary['median_generate_calls']}, "
         f"max {summary['max_generate_calls']}",
@@ -85,13 +98,15 @@ def markdown(data: dict[str, Any]) -> str:
             "",
         ]
     columns = _columns(data)
-    lines += ["## Detection matrix", ""]
+    lines += ["## Detection matrix", "", "`*`: a check declared to catch the control.", ""]
     rows = []
     for c in data["controls"]:
-        cells = {cell["check"]: _cell_text(cell) for cell in c["cells"]}
+        cells = {
+            cell["check"]: _cell_text(cell) + ("*" if cell["check"] in c["expected"] else "")
+            for cell in c["cells"]
+        }
         rows.append(
-            [f"`{c['name']}`", f"**{c['outcome']}**", c["samples_to_detection"] or ""]
-            + [cells.get(col, "") for col in columns]
+            [f"`{c['name']}`", f"**{c['outcome']}**", _samples(c)] + [cells.get(col, "") for col in columns]
         )
     lines += [table(["control", "outcome", "samples", *columns], rows), ""]
     lines += ["## Controls", ""]
@@ -120,14 +135,17 @@ body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;font-size:13px}
 th,td{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
 th.rot{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap}
-td.h{width:58px;text-align:center;color:#fff;font-size:11px}
+td.h{min-width:58px;text-align:center;color:#fff;font-size:11px;white-space:nowrap}
+td.h.decl{outline:2px solid #111;outline-offset:-3px}
 td.h.missed,td.h.skip,td.h.pass{color:#555}
 .bad{color:#c62828;font-weight:bold}
 code{font-size:12px}
 """
 
 
-def _heat_row(name: str, cells: list[dict[str, Any]], columns: list[str], subject: bool) -> str:
+def _heat_row(
+    name: str, cells: list[dict[str, Any]], columns: list[str], subject: bool, declared: Sequence[str] = ()
+) -> str:
     by_check = {cell["check"]: cell for cell in cells}
     out = [f"<td><code>{_html.escape(name)}</code></td>"]
     for col in columns:
@@ -136,9 +154,12 @@ def _heat_row(name: str, cells: list[dict[str, Any]], columns: list[str], subjec
             out.append('<td class="h" style="background:#fafafa"></td>')
             continue
         key = _key(cell, subject)
+        decl = " decl" if col in declared else ""
         tip = _html.escape(f"{col}: {cell['status']}; {cell['evidence']}", quote=True)
         label = _html.escape(_cell_text(cell) if not subject else cell["status"])
-        out.append(f'<td class="h {key}" style="background:{_LEGEND[key][1]}" title="{tip}">{label}</td>')
+        out.append(
+            f'<td class="h {key}{decl}" style="background:{_LEGEND[key][1]}" title="{tip}">{label}</td>'
+        )
     return "".join(out)
 
 
@@ -151,13 +172,17 @@ def html(data: dict[str, Any]) -> str:
         f"{_html.escape(label)}"
         for label, colour in _LEGEND.values()
     )
+    legend += (
+        ' <span style="outline:2px solid #111;outline-offset:-3px;padding:2px 8px">&nbsp;</span> '
+        "a check declared to catch the control"
+    )
     rows = []
     for c in data["controls"]:
         outcome = c["outcome"]
         cls = "" if outcome.startswith("caught") else _BAD
         rows.append(
-            f"<tr>{_heat_row(c['name'], c['cells'], columns, False)}"
-            f"<td{cls}>{_html.escape(outcome)}</td><td>{c['samples_to_detection'] or ''}</td></tr>"
+            f"<tr>{_heat_row(c['name'], c['cells'], columns, False, c['expected'])}"
+            f"<td{cls}>{_html.escape(outcome)}</td><td>{_samples(c)}</td></tr>"
         )
     subject_rows = [
         f"<tr>{_heat_row(s['name'], s['cells'], columns, True)}"
@@ -194,12 +219,14 @@ def html(data: dict[str, Any]) -> str:
 <h1>Negative controls: {_html.escape(data["verdict"])}{partial}</h1>
 <p>{len(data["controls"])} controls ({", ".join(f"{k} {v}" for k, v in sorted(data["outcomes"].items()))});
 engine checks at family-wise false-alarm rate {data["alpha"]:g} per run
-{"(declared checks only)" if data["quick"] else "(every check)"}; {data["wall_seconds"]} s.
+{_scope(data)}; {data["wall_seconds"]} s.
 Engine mutants: generate calls to detection median {summary["median_generate_calls"]},
 max {summary["max_generate_calls"]}.</p>
 {not_caught}{flagged}
 <p>{legend}</p>
 <h2>Detection matrix</h2>
+<p>Samples: the generate calls a catching engine check used (the fewest over the checks
+that caught it); the exact and SMT layers catch with one counterexample.</p>
 <table><tr><th>control</th>{head}<th>outcome</th><th>samples</th></tr>
 {"".join(rows)}
 <tr><th colspan="{len(columns) + 3}">unmutated subjects (false-alarm record)</th></tr>

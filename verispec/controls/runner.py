@@ -18,7 +18,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,7 @@ class ControlResult:
     seconds: float
 
     not_run: str | None = None  # why the control was left out of this run
+    reproduce: str | None = None  # the command that repeats the catching run, where it differs
 
     @property
     def outcome(self) -> str:
@@ -88,6 +89,7 @@ class ControlResult:
     def to_json(self) -> dict[str, Any]:
         return {
             **self.control.to_json(),
+            **({"reproduce": self.reproduce} if self.reproduce else {}),
             "outcome": self.outcome,
             "samples_to_detection": self.samples_to_detection,
             "seconds": round(self.seconds, 2),
@@ -128,6 +130,7 @@ class ControlsRun:
     quick: bool
     alpha: float
     layers: tuple[Layer, ...]
+    full_matrix: bool = False
     controls: list[ControlResult] = field(default_factory=list)
     subjects: list[SubjectResult] = field(default_factory=list)
     wall_seconds: float = 0.0
@@ -169,6 +172,7 @@ class ControlsRun:
             "quick": self.quick,
             "alpha": self.alpha,
             "layers": list(self.layers),
+            "full_matrix": self.full_matrix,
             "wall_seconds": round(self.wall_seconds, 1),
             "outcomes": outcomes,
             "samples_to_detection": self.detection_summary(),
@@ -186,7 +190,8 @@ class ControlsRun:
 def _prove_cell(result: Any) -> Cell:
     status = {"refuted": "fail", "proved": "pass"}.get(result.verdict, "error")
     evidence = result.counterexample_text or result.reason or result.scope or ""
-    return Cell("exact-checker", status, samples=result.instances, evidence=str(evidence)[:400])
+    # a refutation is one exact counterexample, not a sample count
+    return Cell("exact-checker", status, evidence=str(evidence)[:400])
 
 
 def _smt_cell(result: Any) -> Cell:
@@ -250,16 +255,15 @@ def run_controls(
     ``full_matrix`` (default: not ``quick``) runs every engine mutant through every check;
     otherwise through the checks declared to catch it. The declared checks run at the
     conformance suite's quick sizes with the sequential first-token design (it stops at the
-    first evidence, so its calls are the samples to detection); a mutant they miss, and every
-    unmutated subject, also runs the declared statistical checks at full sizes, and the
-    samples of both count. The rest of the matrix runs at quick sizes.
+    first evidence, so its calls are the samples to detection); a mutant they miss also runs
+    the declared statistical checks at full sizes, and the samples of both count. The rest of
+    the matrix runs at quick sizes. The unmutated subjects run after the mutants, through the
+    same checks at the same sizes (full sizes only for the checks some mutant needed there).
     ``statistical=False`` (a smoke run) leaves out the engine controls whose declared checks
     are all statistical, and says so. ``engine`` keeps the engine controls of one built-in
     engine. ``prove_results`` and ``smt_results`` reuse results already computed
     (the main job has them).
     """
-    from verispec.conformance.checks import CHECKS
-    from verispec.conformance.runner import conform
 
     for layer in layers:
         if layer not in LAYERS:
@@ -275,7 +279,7 @@ def run_controls(
         if engine not in engines:
             raise UsageError(f"engine={engine!r} has no controls; engine controls exist for {engines}")
         controls = [c for c in controls if c.layer != "engine" or c.engine == engine]
-    run = ControlsRun(quick, alpha, tuple(layers))
+    run = ControlsRun(quick, alpha, tuple(layers), full)
     writer = _Writer(Path(out)) if out else None
     start = time.perf_counter()
 
@@ -314,57 +318,101 @@ def run_controls(
             else:
                 record(SubjectResult(r.entry.name, "index", [_smt_cell(r)], seconds))
     if by_layer["engine"]:
-        subjects = sorted({c.engine for c in by_layer["engine"] if c.engine})
-
-        statistical_checks = {c.name for c in CHECKS if c.statistical}
-
-        def declared(control: Control | None, subject: str) -> list[str]:
-            wanted = (
-                set(control.expected)
-                if control
-                else {n for c in by_layer["engine"] if c.engine == subject for n in c.expected}
-            )
-            if not statistical:
-                wanted -= statistical_checks
-            return [c.name for c in CHECKS if c.name in wanted]
-
-        def engine_job(item: tuple[str, Control | None]) -> ControlResult | SubjectResult:
-            subject, control = item
-            t0 = time.perf_counter()
-            options = {"mutations": [control.subject]} if control else None
-            main = declared(control, subject)
-            # the declared checks at quick sizes first (the first-token law sequential, so that it
-            # stops at the first evidence); a mutant they miss, and every unmutated subject, then
-            # goes through the declared statistical checks at full sizes; the rest of the matrix
-            # runs at quick sizes
-            sequential = dict(alpha=alpha, options=options, design="sequential")
-            runs = [conform(subject, quick=True, checks=main, **sequential)] if main else []  # type: ignore[arg-type]
-            caught = any(r.status == "fail" for run in runs for r in run.results)
-            escalate = [n for n in main if n in statistical_checks]
-            if escalate and (control is None or not caught):
-                runs.append(conform(subject, quick=False, checks=escalate, **sequential))  # type: ignore[arg-type]
-            rest = [c.name for c in CHECKS if c.name not in main]
-            if full and rest:
-                runs.append(conform(subject, quick=True, alpha=alpha, checks=rest, options=options))
-            cells = _merge([cell for r in runs for cell in _conformance_cells(r)], [c.name for c in CHECKS])
-            if control is None:
-                return SubjectResult(subject, "engine", cells, time.perf_counter() - t0)
-            return ControlResult(control, cells, time.perf_counter() - t0)
-
-        items: list[tuple[str, Control | None]] = [(s, None) for s in subjects]
-        for c in by_layer["engine"]:
-            if declared(c, c.engine or "reference") or full:
-                items.append((c.engine or "reference", c))
-            else:
-                reason = "its declared checks are statistical: left out of the smoke run"
-                record(ControlResult(c, [], 0.0, not_run=reason))
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            for outcome in pool.map(engine_job, items):
-                record(outcome)
+        _run_engine_controls(
+            by_layer["engine"], record, alpha=alpha, jobs=jobs, full=full, statistical=statistical
+        )
+    order = {c.name: i for i, c in enumerate(controls)}
+    run.controls.sort(key=lambda r: order[r.control.name])
     run.wall_seconds = time.perf_counter() - start
     if writer:
         writer.finish(run)
     return run
+
+
+def _run_engine_controls(
+    controls: list[Control],
+    record: Callable[[ControlResult | SubjectResult], None],
+    *,
+    alpha: float,
+    jobs: int,
+    full: bool,
+    statistical: bool,
+) -> None:
+    """The engine layer: every mutant first, then each unmutated subject through the same
+    checks at the same sizes its mutants needed (so the false-alarm record is on the tests
+    that did the catching). Results are recorded as they complete."""
+    from verispec.conformance.checks import CHECKS
+    from verispec.conformance.runner import conform
+
+    statistical_checks = {c.name for c in CHECKS if c.statistical}
+    check_order = [c.name for c in CHECKS]
+    # engines run side by side share the cores: one engine's threads each, not all of them
+    threads = max(1, (os.cpu_count() or 1) // jobs) if jobs > 1 else None
+    escalated: dict[str, set[str]] = {}  # subject -> checks some mutant needed at full size
+
+    def declared(wanted: set[str]) -> list[str]:
+        if not statistical:
+            wanted = wanted - statistical_checks
+        return [n for n in check_order if n in wanted]
+
+    def conformance(
+        subject: str, options: dict[str, Any] | None, main: list[str], escalate: Callable[[bool], list[str]]
+    ) -> list[Cell]:
+        # the declared checks at quick sizes first, with the sequential first-token design
+        # (it stops at the first evidence, so its calls are the samples to detection); then
+        # the statistical ones at full sizes where ``escalate`` asks; the rest of the matrix
+        # at quick sizes
+        common = dict(alpha=alpha, options=options, threads=threads)
+        runs = [conform(subject, quick=True, checks=main, design="sequential", **common)] if main else []  # type: ignore[arg-type]
+        caught = any(r.status == "fail" for run in runs for r in run.results)
+        bigger = escalate(caught)
+        if bigger:
+            runs.append(conform(subject, quick=False, checks=bigger, design="sequential", **common))  # type: ignore[arg-type]
+        rest = [n for n in check_order if n not in main]
+        if full and rest:
+            runs.append(conform(subject, quick=True, checks=rest, **common))  # type: ignore[arg-type]
+        return _merge([cell for r in runs for cell in _conformance_cells(r)], check_order)
+
+    def mutant(control: Control) -> ControlResult:
+        t0 = time.perf_counter()
+        subject = control.engine or "reference"
+        main = declared(set(control.expected))
+
+        at_full: list[str] = []  # the checks run again at full sizes (the quick run missed it)
+
+        def escalate(caught: bool) -> list[str]:
+            at_full.extend([] if caught else [n for n in main if n in statistical_checks])
+            escalated.setdefault(subject, set()).update(at_full)
+            return at_full
+
+        cells = conformance(subject, {"mutations": [control.subject]}, main, escalate)
+        # the run that caught it: the declared checks at quick sizes, or at full sizes when
+        # the quick run missed it
+        reproduce = f"verispec conform --engine {subject} --mutation {control.subject}"
+        reproduce += ("" if at_full else " --quick") + " --design sequential"
+        reproduce += "".join(f" --check {n}" for n in at_full or main)
+        return ControlResult(control, cells, time.perf_counter() - t0, reproduce=reproduce)
+
+    def unmutated(subject: str) -> SubjectResult:
+        t0 = time.perf_counter()
+        main = declared({n for c in controls if (c.engine or "reference") == subject for n in c.expected})
+        needed = [n for n in main if n in escalated.get(subject, set())]
+        cells = conformance(subject, None, main, lambda caught: needed)
+        return SubjectResult(subject, "engine", cells, time.perf_counter() - t0)
+
+    runnable = []
+    for c in controls:
+        if declared(set(c.expected)) or full:
+            runnable.append(c)
+        else:
+            reason = "its declared checks are statistical: left out of the smoke run"
+            record(ControlResult(c, [], 0.0, not_run=reason))
+    subjects = sorted({c.engine or "reference" for c in controls})
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for done in as_completed([pool.submit(mutant, c) for c in runnable]):
+            record(done.result())
+        for finished in as_completed([pool.submit(unmutated, s) for s in subjects]):
+            record(finished.result())
 
 
 class _Writer:

@@ -6,7 +6,7 @@
   result exists, so a crash midway loses nothing already measured;
 * ``report.json``: the whole report (schema :data:`SCHEMA`), rewritten atomically after
   every result, with ``"status": "running"`` until the run completes;
-* ``report.md``: the same, for a person, rewritten alongside.
+* ``report.md`` and ``report.html``: the same, for a person, rewritten alongside.
 """
 
 from __future__ import annotations
@@ -102,9 +102,10 @@ class ReportWriter:
 
     def _flush(self) -> None:
         self._atomic_write("report.json", json.dumps(self.data, indent=2, sort_keys=False) + "\n")
-        from verispec.report.markdown import render
+        from verispec.report import html, markdown
 
-        self._atomic_write("report.md", render(self.data))
+        self._atomic_write("report.md", markdown.render(self.data))
+        self._atomic_write("report.html", html.render(self.data))
 
     def _atomic_write(self, name: str, text: str) -> None:
         tmp = self.folder / f".{name}.tmp"

@@ -190,6 +190,29 @@ def _conformance(records: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+def _controls(records: list[dict[str, Any]]) -> str:
+    out = ["## Negative controls", ""]
+    for r in records:
+        detection = r.get("samples_to_detection") or {}
+        verdict = r["verdict"] if r["verdict"] == "pass" else f"**{r['verdict']}**"
+        outcomes = ", ".join(f"{k} {v}" for k, v in r["outcomes"].items())
+        out.append(f"- verdict: {verdict}; outcomes: {outcomes}")
+        if detection.get("engine_mutants"):
+            out.append(
+                f"- engine mutants: {detection['statistically_caught']} of {detection['engine_mutants']} "
+                f"caught by a check (not by a crash); generate calls to detection: median "
+                f"{detection['median_generate_calls']}, max {detection['max_generate_calls']}"
+            )
+        for key, label in (("escaped", "not caught"), ("flagged_subjects", "correct subjects flagged")):
+            if r.get(key):
+                out.append(f"- **{label}**: " + ", ".join(f"`{n}`" for n in r[key]))
+        if r.get("not_run"):
+            out.append(f"- not run in this mode: {len(r['not_run'])} (listed in the controls report)")
+        if r.get("report"):
+            out.append(f"- detection matrix: [{r['report']}]({r['report']})")
+    return "\n".join(out)
+
+
 def _generic(name: str, records: list[dict[str, Any]]) -> str:
     out = [f"## {name}", ""]
     for r in records:
@@ -205,6 +228,7 @@ _RENDERERS: dict[str, Callable[[list[dict[str, Any]]], str]] = {
     "lengths": _lengths,
     "optimum": _optimum,
     "conformance": _conformance,
+    "controls": _controls,
 }
 
 
