@@ -192,10 +192,10 @@ def build_parser() -> argparse.ArgumentParser:
     conf = sub.add_parser(
         "conform",
         help="run the conformance suite on a real engine",
-        description="Drive an engine (built-in: reference, reference-paged, hf-assisted, hf-lookup; or "
-        "module:factory) in its own process with a time limit per request, force rejections at "
-        "chosen positions, and test its outputs against the target's token-by-token "
-        "conditionals with declared false-alarm rate and power.",
+        description="Drive an engine (built-in: reference, reference-paged, reference-tree, "
+        "hf-assisted, hf-lookup; or module:factory) in its own process with a time limit per "
+        "request, force rejections at chosen positions, and test its outputs against the "
+        "target's token-by-token conditionals with declared false-alarm rate and power.",
     )
     conf.add_argument("--engine", required=True, metavar="NAME|MODULE:FACTORY")
     conf.add_argument("--device", default="cpu", help="device passed to the engine factory (default cpu)")
@@ -215,7 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="NAME",
-        help="plant a bug in a built-in reference engine (negative controls: verispec controls list)",
+        help="plant a bug in a built-in reference or hf-assisted engine (verispec controls list)",
     )
     conf.add_argument("--timeout", type=float, default=300.0, help="time limit per request in seconds")
     conf.add_argument("--out", default=None, help="report folder (report.json/.md/.html, junit.xml)")
@@ -820,8 +820,9 @@ def cmd_controls(args: argparse.Namespace) -> ExitCode:
             print(f"{layer} layer ({len(chosen)})")
             for c in chosen:
                 bug = f" [engines.md #{c.bug}]" if c.bug else ""
-                print(f"  {c.subject:<26} {c.mechanism}{bug}")
-                print(f"  {'':<26} source: {c.source}; reproduce: {c.reproduce}")
+                label = c.name.split(":", 1)[1]
+                print(f"  {label:<34} {c.mechanism}{bug}")
+                print(f"  {'':<34} source: {c.source}; reproduce: {c.reproduce}")
         return ExitCode.OK
     run = _run_controls(args, layers)
     if args.json:
@@ -911,6 +912,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("verispec: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (`verispec controls list | head`): not an error of ours; point
+        # stdout at devnull so that the interpreter's final flush does not complain again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return int(ExitCode.OK)
     except Exception:
         traceback.print_exc()
         print(

@@ -86,6 +86,27 @@ def test_tree_mutants_are_caught_by_greedy_equivalence(mutation: str) -> None:
     assert run.results[0].status == "fail", run.results[0].to_json()
 
 
+#: Patches of transformers' assisted generation: the real engine, with a real bug put back.
+HF_CAUGHT = [("softmax-residual", "first-token-law"), ("greedy-draft-softmax-q", "sampling-law")]
+
+
+@pytest.mark.statistical
+@pytest.mark.parametrize(("mutation", "check"), HF_CAUGHT)
+def test_transformers_patches_are_caught(mutation: str, check: str) -> None:
+    """The first-token test asks for gamma + 1 tokens: on one-token requests transformers
+    never drafts, and the softmax residual went unseen (1,024 requests, p = 1)."""
+    run = conform(
+        "hf-assisted", quick=True, alpha=PER_TEST_ALPHA, checks=[check], options={"mutations": [mutation]}
+    )
+    assert run.results[0].status == "fail", run.results[0].to_json()
+    assert run.name == f"hf-assisted[{mutation}]"
+
+
+def test_an_unknown_transformers_patch_is_named() -> None:
+    with pytest.raises(UsageError, match="mutation"):
+        conform("hf-assisted", quick=True, checks=["ids-in-vocab"], options={"mutations": ["nope"]})
+
+
 def test_every_check_has_a_mutant() -> None:
     from verispec.engines.reference import MUTATIONS
 

@@ -95,3 +95,14 @@ def test_console_script_runs(args: list[str]) -> None:
         [sys.executable, "-m", "verispec", *args], capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_closed_pipe_is_not_an_internal_error() -> None:
+    """`verispec controls list | head -1`: the reader leaves before verispec writes."""
+    command = [sys.executable, "-m", "verispec", "controls", "list"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # before the interpreter has even imported verispec
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=60) == 0, err
+    assert "internal error" not in err and "Traceback" not in err

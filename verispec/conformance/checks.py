@@ -436,6 +436,11 @@ def _first_token_law(ctx: Context, check: Check) -> CheckResult:
     Planned design: Pearson's test (exact enumeration when small) over cells pooled from
     the exact law. Sequential design: a Dirichlet-mixture e-process with the same alpha,
     stopping at the first evidence and capped at twice the planned size.
+
+    Each request asks for ``gamma + 1`` tokens and only the first is tested: an engine that
+    drafts no more than the tokens it has left (transformers drafts ``min(gamma, left - 1)``)
+    does not speculate at all on a one-token request, and the test would then see only its
+    plain sampler.
     """
     from verispec.stats.gof import pearson_test
     from verispec.stats.sequential import DirichletEProcess
@@ -444,6 +449,7 @@ def _first_token_law(ctx: Context, check: Check) -> CheckResult:
     prompts = ctx.prompts(1 if ctx.quick else 2, "first-token")
     tv = 0.2 if ctx.quick else 0.1
     alpha_each = ctx.alpha / (len(settings) * len(prompts))
+    budget = int(ctx.engine.gamma or 3) + 1
     pvalues: dict[str, float] = {}
     sizes: dict[str, int] = {}
     total = 0
@@ -457,7 +463,7 @@ def _first_token_law(ctx: Context, check: Check) -> CheckResult:
         while (sequential.decision is None) if sequential else (i < n):
             size = ctx.batch_size if sequential else min(ctx.batch_size, n - i)
             seeds = [ctx.seed * 1_000_003 + index * 100_003 + j for j in range(i, i + size)]
-            for completion in ctx.run_many([Request(prompt, 1, sampling, seed=s) for s in seeds]):
+            for completion in ctx.run_many([Request(prompt, budget, sampling, seed=s) for s in seeds]):
                 if not completion.tokens:
                     return _result(check, ctx, "fail", f"{label}: the engine returned no token")
                 if sequential and sequential.decision is not None:

@@ -4,7 +4,8 @@ Three layers:
 
 * ``verifier``: the registered control verifiers (:mod:`verispec.verifiers.registry`),
   caught by the exact checker with a shrunk counterexample;
-* ``engine``: mutations of the reference engine (:data:`verispec.engines.reference.MUTATIONS`),
+* ``engine``: mutations of the reference engine (:data:`verispec.engines.reference.MUTATIONS`)
+  and patches of transformers' assisted generation (:data:`verispec.engines.hf.MUTATIONS`),
   caught by the conformance checks;
 * ``index``: the refuted conventions of the SMT catalog (:mod:`verispec.smt.catalog`),
   caught by z3 with a concrete case.
@@ -43,7 +44,8 @@ class Control:
         if self.layer == "index":
             return f"verispec smt {self.subject}"
         checks = "".join(f" --check {c}" for c in self.expected)
-        return f"verispec conform --engine {self.engine} --mutation {self.subject} --quick{checks}"
+        run = f"verispec conform --engine {self.engine} --mutation {self.subject}"
+        return f"{run} --quick --design sequential{checks}"
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "expected": list(self.expected), "reproduce": self.reproduce}
@@ -88,24 +90,23 @@ ENGINE_SOURCES: dict[str, tuple[int | None, str]] = {
 
 
 def _engine_controls() -> list[Control]:
+    """The reference engine's mutants (``engine:<mutation>``), then the transformers
+    adapter's patches (``engine:hf-assisted/<mutation>``)."""
     from verispec.conformance.checks import CHECKS
-    from verispec.engines.reference import MUTATIONS, TREE_MUTATIONS
+    from verispec.engines import hf, reference
 
-    out = []
-    for mutation, mechanism in MUTATIONS.items():
+    def control(name: str, mutation: str, mechanism: str, engine: str) -> Control:
         bug, source = ENGINE_SOURCES[mutation]
-        out.append(
-            Control(
-                f"engine:{mutation}",
-                "engine",
-                mutation,
-                mechanism,
-                source,
-                bug,
-                engine="reference-tree" if mutation in TREE_MUTATIONS else "reference",
-                expected=tuple(c.name for c in CHECKS if mutation in c.mutants),
-            )
+        expected = tuple(c.name for c in CHECKS if mutation in c.mutants)
+        return Control(name, "engine", mutation, mechanism, source, bug, engine, expected)
+
+    out = [
+        control(
+            f"engine:{m}", m, mechanism, "reference-tree" if m in reference.TREE_MUTATIONS else "reference"
         )
+        for m, mechanism in reference.MUTATIONS.items()
+    ]
+    out += [control(f"engine:hf-assisted/{m}", m, text, "hf-assisted") for m, text in hf.MUTATIONS.items()]
     return out
 
 

@@ -179,7 +179,7 @@ def html(data: dict[str, Any]) -> str:
     rows = []
     for c in data["controls"]:
         outcome = c["outcome"]
-        cls = "" if outcome.startswith("caught") else _BAD
+        cls = _BAD if outcome in ("escaped", "error") else ""
         rows.append(
             f"<tr>{_heat_row(c['name'], c['cells'], columns, False, c['expected'])}"
             f"<td{cls}>{_html.escape(outcome)}</td><td>{_samples(c)}</td></tr>"

@@ -407,7 +407,8 @@ def _run_engine_controls(
         else:
             reason = "its declared checks are statistical: left out of the smoke run"
             record(ControlResult(c, [], 0.0, not_run=reason))
-    subjects = sorted({c.engine or "reference" for c in controls})
+    # an engine is a subject only where some of its mutants run (a smoke run may leave all out)
+    subjects = sorted({c.engine or "reference" for c in runnable})
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for done in as_completed([pool.submit(mutant, c) for c in runnable]):
             record(done.result())

@@ -4,6 +4,9 @@ Both wrap ``model.generate`` of an in-memory ``transformers`` model, so a team c
 own models: ``HFAssistedEngine(target, draft)`` and ``HFLookupEngine(target)``. The request
 seed seeds torch's global generator before each call (``generate`` samples from it), which
 is why audits run engines in their own process.
+
+``make_hf_assisted(mutations=[...])`` plants a known bug by patching transformers' own code
+(:data:`MUTATIONS`), for the negative controls. The patch lives only in the engine's process.
 """
 
 from __future__ import annotations
@@ -12,7 +15,58 @@ from typing import Any
 
 from verispec.engines.protocol import Completion, Request
 
-__all__ = ["HFAssistedEngine", "HFLookupEngine"]
+__all__ = ["MUTATIONS", "HFAssistedEngine", "HFLookupEngine"]
+
+#: Planted bugs of the assisted-generation adapter: name -> what the patch does.
+MUTATIONS = {
+    "softmax-residual": "transformers' verification step with softmax(clamp(p - q, 0)) as the residual "
+    "(the bug transformers PR #28508 fixed)",
+    "greedy-draft-softmax-q": "the assistant drafts by argmax while verification uses the softmax of its "
+    "logits as q (transformers #32867)",
+}
+
+
+def _softmax_residual_sampling(
+    candidate_input_ids: Any, candidate_logits: Any, candidate_length: int, new_logits: Any, **_: Any
+) -> tuple[Any, Any]:
+    """transformers' ``_speculative_sampling`` for one row, with the residual passed through
+    softmax instead of divided by its sum."""
+    import torch
+
+    drafted = candidate_input_ids[:, -candidate_length:]
+    q = candidate_logits.softmax(dim=-1)
+    p = new_logits.softmax(dim=-1)
+    rows = torch.arange(candidate_length)
+    ratio = p[0, rows, drafted[0]] / q[0, rows, drafted[0]]
+    accepted = torch.rand_like(ratio) <= ratio
+    n = int(((~accepted).cumsum(dim=-1) < 1).sum())
+    full = n == candidate_logits.shape[1]
+    law = p[:, n] if full else torch.clamp(p[:, n] - q[:, n], min=0).softmax(dim=-1)  # the bug
+    token = torch.multinomial(law, num_samples=1)
+    return torch.cat((drafted[:, :n], token), dim=-1), torch.tensor(n)
+
+
+def _plant(mutations: Any) -> None:
+    """Patch transformers in this process (the engine's worker) with the named bugs."""
+    from verispec.errors import unknown_name
+
+    for m in mutations:
+        if m not in MUTATIONS:
+            raise unknown_name("mutation", m, MUTATIONS)
+    if "softmax-residual" in mutations:
+        import transformers.generation.utils as generation
+
+        generation._speculative_sampling = _softmax_residual_sampling  # type: ignore[assignment]
+    if "greedy-draft-softmax-q" in mutations:
+        from transformers.generation.candidate_generator import AssistedCandidateGenerator
+
+        original = AssistedCandidateGenerator.__init__
+
+        def drafts_greedily(self: Any, *args: Any, **kwargs: Any) -> None:
+            original(self, *args, **kwargs)
+            self.generation_config.do_sample = False  # the bug: q stays the softmax of the logits
+
+        AssistedCandidateGenerator.__init__ = drafts_greedily  # type: ignore[method-assign]
 
 
 class _HFEngine:
@@ -106,12 +160,16 @@ class HFLookupEngine(_HFEngine):
 
 
 def make_hf_assisted(
-    *, size: str = "ci", seed: int = 0, gamma: int = 3, device: str = "cpu"
+    *, size: str = "ci", seed: int = 0, gamma: int = 3, device: str = "cpu", mutations: Any = ()
 ) -> HFAssistedEngine:
     from verispec.engines.tiny import tiny_pair
 
+    _plant(mutations)
     pair = tiny_pair(size, seed=seed, device=device)
-    return HFAssistedEngine(pair.target, pair.draft, gamma=gamma)
+    engine = HFAssistedEngine(pair.target, pair.draft, gamma=gamma)
+    if mutations:
+        engine.name += f"[{','.join(sorted(mutations))}]"
+    return engine
 
 
 def make_hf_lookup(*, size: str = "ci", seed: int = 0, gamma: int = 3, device: str = "cpu") -> HFLookupEngine:
