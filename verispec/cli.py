@@ -837,7 +837,7 @@ def _show_control(r: Any) -> None:
     mark = "ok " if r.outcome.startswith("caught") else "-- " if r.outcome == "not-run" else "BAD"
     by = "by " + (", ".join(c.check for c in r.cells if c.status == "fail") or "no check")
     samples = f"{r.samples_to_detection} samples" if r.samples_to_detection else ""
-    _progress(f"  {mark} {r.control.name:<34} {r.outcome:<15} {samples:<13} {r.not_run or by}")
+    _progress(f"  {mark} {r.control.name:<44} {r.outcome:<15} {samples:<13} {r.not_run or by}")
 
 
 def _show_subject(s: Any) -> None:

@@ -162,6 +162,33 @@ def _result(check: Check, ctx: Context, status: str, reason: str, **kw: Any) -> 
     return CheckResult(check.name, status, reason, **kw)
 
 
+def _decide(
+    check: Check,
+    *,
+    alpha: float,
+    effect: str,
+    pvalue: float,
+    samples: int,
+    details: dict[str, Any],
+    failed: str,
+    passed: str,
+) -> CheckResult:
+    """A statistical check's result: fail at ``pvalue <= alpha``, with its declared alpha,
+    power and effect."""
+    status, reason = ("fail", failed) if pvalue <= alpha else ("pass", passed)
+    return CheckResult(
+        check.name,
+        status,
+        reason,
+        alpha=alpha,
+        power=POWER,
+        effect=effect,
+        pvalue=pvalue,
+        samples=samples,
+        details=details,
+    )
+
+
 # ---------------------------------------------------------------------------- the checks
 
 
@@ -394,20 +421,15 @@ def _pit_check(
         "orderings": list(orderings),
         "tokens_per_setting": n_needed,
     }
-    kw = dict(
+    return _decide(
+        check,
         alpha=alpha,
-        power=POWER,
         effect=f"KS distance {effect:g} on the PIT law",
         pvalue=p_overall,
         samples=total,
         details=details,
-    )
-    if p_overall <= alpha:
-        return _result(
-            check, ctx, "fail", f"the law at {worst} differs from the target's (p = {p_overall:.3g})", **kw
-        )
-    return _result(
-        check, ctx, "pass", f"{total} tokens over {len(configs)} settings follow the target's law", **kw
+        failed=f"the law at {worst} differs from the target's (p = {p_overall:.3g})",
+        passed=f"{total} tokens over {len(configs)} settings follow the target's law",
     )
 
 
@@ -485,30 +507,17 @@ def _first_token_law(ctx: Context, check: Check) -> CheckResult:
             break  # the evidence is in: no more requests
     worst = min(pvalues, key=lambda k: pvalues[k])
     p_overall = min(1.0, pvalues[worst] * len(settings) * len(prompts))
-    kw = dict(
+    return _decide(
+        check,
         alpha=ctx.alpha,
-        power=POWER,
         effect=f"total variation {tv:g} on the test's cells",
         pvalue=p_overall,
         samples=total,
         details={"design": ctx.design, "pvalues": pvalues, "requests": sizes},
-    )
-    if p_overall <= ctx.alpha:
-        return _result(
-            check,
-            ctx,
-            "fail",
-            f"the first token at {worst} does not follow the target's law "
-            f"(p = {p_overall:.3g}, {ctx.design} design, {sizes[worst]} requests)",
-            **kw,
-        )
-    return _result(
-        check,
-        ctx,
-        "pass",
-        f"{total} first tokens over {len(pvalues)} prompt-settings follow the target's law "
+        failed=f"the first token at {worst} does not follow the target's law "
+        f"(p = {p_overall:.3g}, {ctx.design} design, {sizes[worst]} requests)",
+        passed=f"{total} first tokens over {len(pvalues)} prompt-settings follow the target's law "
         f"({ctx.design} design)",
-        **kw,
     )
 
 
@@ -738,30 +747,17 @@ def _acceptance_accounting(ctx: Context, check: Check) -> CheckResult:
         "survival": _survival_summary(measured_k, predicted_k),
         "greedy_drafts_compared": path_compared,
     }
-    kw = dict(
+    return _decide(
+        check,
         alpha=alpha,
-        power=POWER,
         effect=f"mean first-draft acceptance off by {delta:g}",
         pvalue=pvalue,
         samples=n_rounds,
         details=details,
-    )
-    if pvalue <= alpha:
-        return _result(
-            check,
-            ctx,
-            "fail",
-            f"first drafts accepted {observed / n_rounds:.3f} of the time, the models "
-            f"predict {predicted / n_rounds:.3f} (p = {pvalue:.3g})",
-            **kw,
-        )
-    return _result(
-        check,
-        ctx,
-        "pass",
-        f"acceptance {observed / n_rounds:.3f} vs predicted {predicted / n_rounds:.3f} "
+        failed=f"first drafts accepted {observed / n_rounds:.3f} of the time, the models "
+        f"predict {predicted / n_rounds:.3f} (p = {pvalue:.3g})",
+        passed=f"acceptance {observed / n_rounds:.3f} vs predicted {predicted / n_rounds:.3f} "
         f"over {n_rounds} rounds",
-        **kw,
     )
 
 
