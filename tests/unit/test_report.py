@@ -91,3 +91,4 @@ class TestHtml:
         text = render({"sections": {"controls": [record]}})
         assert "## Negative controls" in text and "- **not caught**: `engine:unseeded`" in text
         assert "median 18, max 800" in text and "[controls/report.html](controls/report.html)" in text
+        assert "- detailed reports: [controls](controls/report.html)" in text

@@ -252,8 +252,16 @@ def render(data: dict[str, Any]) -> str:
     summary = data.get("summary")
     if summary:
         head.append("- summary: " + ", ".join(f"{k}: {v}" for k, v in summary.items()))
-    parts = ["\n".join(head)]
     sections = data.get("sections", {})
+    links = [
+        f"[{name}: {r['engine']}]({r['report']})" if "engine" in r else f"[{name}]({r['report']})"
+        for name in ("controls", "conformance")
+        for r in sections.get(name, [])
+        if r.get("report")
+    ]
+    if links:
+        head.append("- detailed reports: " + ", ".join(links))
+    parts = ["\n".join(head)]
     ordered = [n for n in _RENDERERS if n in sections] + [n for n in sections if n not in _RENDERERS]
     for name in ordered:
         records = sections[name]
