@@ -114,7 +114,9 @@ class TestEscalation:
     """The engine layer's schedule, with a scripted stand-in for the conformance runner:
     quick sizes first, full sizes only for a miss, and the subject on the same tests."""
 
-    def _run(self, monkeypatch, caught_quick: dict[str, bool]) -> tuple[ControlsRun, list[tuple]]:
+    def _run(
+        self, monkeypatch, caught_quick: dict[str, bool], broken: str | None = None
+    ) -> tuple[ControlsRun, list[tuple]]:
         import verispec.conformance.runner as conformance
         import verispec.controls.runner as runner
         from verispec.conformance.checks import CheckResult
@@ -124,6 +126,8 @@ class TestEscalation:
 
         def fake_conform(subject, *, quick, checks, options=None, **kw):
             mutation = (options or {}).get("mutations", [None])[0]
+            if broken is not None and mutation == broken:
+                raise UsageError(f"engine='reference' could not be built: {mutation}")
             calls.append((mutation, quick, tuple(checks), kw.get("design", "planned")))
             status = "fail" if mutation and (caught_quick[mutation] or not quick) else "pass"
             calls_used = 80 if quick else 720
@@ -157,3 +161,11 @@ class TestEscalation:
         run, calls = self._run(monkeypatch, {"resample-target": True, "draft-temperature-ignored": True})
         assert all(quick for _, quick, _, _ in calls)
         assert run.verdict == "pass" and run.to_json()["full_matrix"] is False
+
+    def test_a_run_that_breaks_is_an_error_and_the_rest_goes_on(self, monkeypatch) -> None:
+        run, _ = self._run(monkeypatch, {"resample-target": True}, broken="draft-temperature-ignored")
+        outcomes = {r.control.subject: r.outcome for r in run.controls}
+        assert outcomes == {"resample-target": "caught", "draft-temperature-ignored": "error"}
+        broken = run.controls[1].cells[0]
+        assert broken.status == "error" and "could not be built" in broken.evidence
+        assert run.verdict == "fail" and [s.outcome for s in run.subjects] == ["pass"]

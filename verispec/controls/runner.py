@@ -215,6 +215,12 @@ def _conformance_cells(run: Any) -> list[Cell]:
     ]
 
 
+def _broken(exc: Exception) -> Cell:
+    """The cell of an engine run that could not be carried out (the engine would not start,
+    the harness failed): an error, with the reason."""
+    return Cell("conformance-run", "error", evidence=f"{type(exc).__name__}: {exc}"[:400])
+
+
 def _merge(cells: list[Cell], order: list[str]) -> list[Cell]:
     """One cell per check: a check run at two sizes counts the samples of both, and fails
     if either run failed (the evidence says which)."""
@@ -385,7 +391,10 @@ def _run_engine_controls(
             escalated.setdefault(subject, set()).update(at_full)
             return at_full
 
-        cells = conformance(subject, {"mutations": [control.subject]}, main, escalate)
+        try:
+            cells = conformance(subject, {"mutations": [control.subject]}, main, escalate)
+        except Exception as exc:  # the run itself broke: an error, never a pass or a detection
+            return ControlResult(control, [_broken(exc)], time.perf_counter() - t0)
         # the run that caught it: the declared checks at quick sizes, or at full sizes when
         # the quick run missed it
         reproduce = f"verispec conform --engine {subject} --mutation {control.subject}"
@@ -397,7 +406,10 @@ def _run_engine_controls(
         t0 = time.perf_counter()
         main = declared({n for c in controls if (c.engine or "reference") == subject for n in c.expected})
         needed = [n for n in main if n in escalated.get(subject, set())]
-        cells = conformance(subject, None, main, lambda caught: needed)
+        try:
+            cells = conformance(subject, None, main, lambda caught: needed)
+        except Exception as exc:
+            cells = [_broken(exc)]
         return SubjectResult(subject, "engine", cells, time.perf_counter() - t0)
 
     runnable = []
