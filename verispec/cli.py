@@ -836,6 +836,8 @@ def _show_control(r: Any) -> None:
     """One line per control result: outcome, samples to detection, the checks that caught it."""
     mark = "ok " if r.outcome.startswith("caught") else "-- " if r.outcome == "not-run" else "BAD"
     by = "by " + (", ".join(c.check for c in r.cells if c.status == "fail") or "no check")
+    if r.outcome == "error":
+        by = "; ".join(f"{c.check}: {c.evidence}" for c in r.cells if c.status == "error")
     samples = f"{r.samples_to_detection} samples" if r.samples_to_detection else ""
     _progress(f"  {mark} {r.control.name:<44} {r.outcome:<15} {samples:<13} {r.not_run or by}")
 
