@@ -803,13 +803,11 @@ def cmd_conform(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_controls(args: argparse.Namespace) -> ExitCode:
-    from verispec.controls.catalog import catalog
+    from verispec.controls.catalog import catalog, for_engine
 
     layers = tuple(args.layer) or ("verifier", "engine", "index")
     if args.action == "list":
-        controls = catalog(layers)
-        if args.engine:
-            controls = [c for c in controls if c.layer != "engine" or c.engine == args.engine]
+        controls = for_engine(catalog(layers), args.engine)
         if args.json:
             from verispec.report import write_json
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 import random as _random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -239,19 +239,39 @@ def _divergence(
     return {"prompt": list(prompt), "position": where, "margin": margin, "against": against}
 
 
-def _greedy_equivalence(ctx: Context, check: Check) -> CheckResult:
+def _triage(found: Sequence[dict[str, Any] | None]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Divergences split into the mismatches that count and those excused at near-ties."""
     mismatches: list[dict[str, Any]] = []
     excused: list[dict[str, Any]] = []
-    prompts = ctx.prompts(3 if ctx.quick else 8, "greedy")
+    for entry in found:
+        if entry is not None:
+            (excused if entry["margin"] < GREEDY_MARGIN else mismatches).append(entry)
+    return mismatches, excused
+
+
+def _greedy_runs(
+    ctx: Context, prompts: list[tuple[int, ...]], sampling: Sampling, baseline: str
+) -> tuple[list[Completion], list[dict[str, Any] | None]]:
+    """Each prompt's greedy output, and where it leaves the baseline's argmax path (named
+    ``baseline``) and the engine's own non-speculative decoding, if it has one."""
+    outputs: list[Completion] = []
+    found: list[dict[str, Any] | None] = []
     for prompt in prompts:
-        spec = ctx.run(Request(prompt, 24, Sampling(0.0), seed=ctx.seed))
-        found = [_divergence(ctx, prompt, spec.tokens, None, "token-by-token baseline")]
+        spec = ctx.run(Request(prompt, 24, sampling, seed=ctx.seed))
+        outputs.append(spec)
+        found.append(_divergence(ctx, prompt, spec.tokens, None, baseline, sampling))
         if "non-speculative" in ctx.engine.capabilities:
-            plain = ctx.run(Request(prompt, 24, Sampling(0.0), seed=ctx.seed, speculative=False))
-            found.append(_divergence(ctx, prompt, spec.tokens, plain.tokens, "non-speculative decoding"))
-        for entry in found:
-            if entry is not None:
-                (excused if entry["margin"] < GREEDY_MARGIN else mismatches).append(entry)
+            plain = ctx.run(Request(prompt, 24, sampling, seed=ctx.seed, speculative=False))
+            found.append(
+                _divergence(ctx, prompt, spec.tokens, plain.tokens, "non-speculative decoding", sampling)
+            )
+    return outputs, found
+
+
+def _greedy_equivalence(ctx: Context, check: Check) -> CheckResult:
+    prompts = ctx.prompts(3 if ctx.quick else 8, "greedy")
+    _, found = _greedy_runs(ctx, prompts, Sampling(0.0), "token-by-token baseline")
+    mismatches, excused = _triage(found)
     details = {"mismatches": mismatches, "excused_near_ties": excused, "margin_tolerance": GREEDY_MARGIN}
     if mismatches:
         m = mismatches[0]
@@ -277,24 +297,16 @@ def _penalties(ctx: Context, check: Check) -> CheckResult:
     """Greedy requests with a frequency penalty against the baseline's penalised argmax path
     and the engine's own non-speculative decoding. The check also shows that the penalty
     changed the path of at least one prompt, or it is skipped with that reason."""
-    sampling = Sampling(0.0, frequency_penalty=PENALTY)
-    mismatches: list[dict[str, Any]] = []
-    excused: list[dict[str, Any]] = []
-    bent = 0
     prompts = ctx.prompts(3 if ctx.quick else 6, "penalty")
-    for prompt in prompts:
-        spec = ctx.run(Request(prompt, 24, sampling, seed=ctx.seed))
-        found = [_divergence(ctx, prompt, spec.tokens, None, "penalised baseline", sampling)]
-        if "non-speculative" in ctx.engine.capabilities:
-            plain = ctx.run(Request(prompt, 24, sampling, seed=ctx.seed, speculative=False))
-            found.append(
-                _divergence(ctx, prompt, spec.tokens, plain.tokens, "non-speculative decoding", sampling)
-            )
-        for entry in found:
-            if entry is not None:
-                (excused if entry["margin"] < GREEDY_MARGIN else mismatches).append(entry)
-        # does the penalty matter here? the unpenalised argmax path leaves the penalised one
-        bent += _greedy_baseline(ctx, prompt, spec.tokens)[0] is not None
+    outputs, found = _greedy_runs(
+        ctx, prompts, Sampling(0.0, frequency_penalty=PENALTY), "penalised baseline"
+    )
+    mismatches, excused = _triage(found)
+    # does the penalty matter here? the unpenalised argmax path leaves the penalised one
+    bent = sum(
+        _greedy_baseline(ctx, prompt, out.tokens)[0] is not None
+        for prompt, out in zip(prompts, outputs, strict=True)
+    )
     details = {
         "frequency_penalty": PENALTY,
         "prompts_bent_by_the_penalty": bent,
@@ -791,16 +803,15 @@ def _ragged_batch(ctx: Context, check: Check) -> CheckResult:
     ]
     batched = ctx.run_many(requests)
     alone = [ctx.run(r) for r in requests]
-    mismatches: list[dict[str, Any]] = []
-    excused: list[dict[str, Any]] = []
+    found = []
     for row, (request, together, single) in enumerate(zip(requests, batched, alone, strict=True)):
         for entry in (
             _divergence(ctx, request.prompt, together.tokens, single.tokens, "the same request alone"),
             _divergence(ctx, request.prompt, together.tokens, None, "token-by-token baseline"),
         ):
             if entry is not None:
-                entry["row"] = row
-                (excused if entry["margin"] < GREEDY_MARGIN else mismatches).append(entry)
+                found.append({**entry, "row": row})
+    mismatches, excused = _triage(found)
     ragged = _ragged_rounds(batched)
     details = {
         "rows": rows,

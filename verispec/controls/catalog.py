@@ -19,9 +19,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from verispec.errors import unknown_name
+from verispec.errors import UsageError, unknown_name
 
-__all__ = ["ENGINE_SOURCES", "Control", "catalog", "find"]
+__all__ = ["ENGINE_SOURCES", "Control", "catalog", "find", "for_engine"]
 
 Layer = Literal["verifier", "engine", "index"]
 
@@ -139,6 +139,16 @@ def catalog(layers: tuple[Layer, ...] = ("verifier", "engine", "index")) -> list
     if "index" in layers:
         found += _index_controls()
     return found
+
+
+def for_engine(controls: list[Control], engine: str | None) -> list[Control]:
+    """``controls`` with only the engine controls of ``engine`` (all of them for ``None``)."""
+    if engine is None:
+        return controls
+    engines = sorted({c.engine or "" for c in controls if c.layer == "engine"})
+    if engine not in engines:
+        raise UsageError(f"engine={engine!r} has no controls; engine controls exist for {engines}")
+    return [c for c in controls if c.layer != "engine" or c.engine == engine]
 
 
 def find(name: str) -> Control:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verispec.controls.catalog import Control, Layer, catalog
+from verispec.controls.catalog import Control, Layer, catalog, for_engine
 from verispec.errors import UsageError
 from verispec.report.folder import ReportFolder
 from verispec.stats.constants import SUITE_ALPHA
@@ -279,12 +279,7 @@ def run_controls(
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise UsageError(f"jobs={jobs!r} must be a positive integer")
     full = (not quick) if full_matrix is None else full_matrix
-    controls = catalog(tuple(layers))
-    if engine is not None:
-        engines = sorted({c.engine or "" for c in controls if c.layer == "engine"})
-        if engine not in engines:
-            raise UsageError(f"engine={engine!r} has no controls; engine controls exist for {engines}")
-        controls = [c for c in controls if c.layer != "engine" or c.engine == engine]
+    controls = for_engine(catalog(tuple(layers)), engine)
     run = ControlsRun(quick, alpha, tuple(layers), full)
     writer = _Writer(Path(out)) if out else None
     start = time.perf_counter()

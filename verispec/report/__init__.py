@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from verispec._version import __version__
-from verispec.errors import UsageError
+from verispec.report.folder import ReportFolder
 
 __all__ = ["SCHEMA", "ReportWriter", "environment"]
 
@@ -66,12 +66,7 @@ class ReportWriter:
         self, folder: str | os.PathLike[str], *, command: Sequence[str], settings: dict[str, Any]
     ) -> None:
         self.folder = Path(folder)
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UsageError(f"out={str(self.folder)!r} cannot be created: {exc.strerror}") from exc
-        if not os.access(self.folder, os.W_OK):
-            raise UsageError(f"out={str(self.folder)!r} is not writable")
+        self._files = ReportFolder(self.folder)
         self.data: dict[str, Any] = {
             "schema": SCHEMA,
             "status": "running",
@@ -83,17 +78,12 @@ class ReportWriter:
             "environment": environment(),
             "sections": {},
         }
-        self._jsonl = self.folder / "results.jsonl"
-        self._jsonl.write_text("", encoding="utf-8")
         self._flush()
 
     def add(self, section: str, record: dict[str, Any]) -> None:
         """Record one result in ``section`` and write it through to disk."""
         self.data["sections"].setdefault(section, []).append(record)
-        with self._jsonl.open("a", encoding="utf-8") as stream:
-            stream.write(json.dumps({"section": section, **record}, sort_keys=True) + "\n")
-            stream.flush()
-            os.fsync(stream.fileno())
+        self._files.append({"section": section, **record})
         self._flush()
 
     def finish(self, verdict: str, summary: dict[str, Any]) -> None:
@@ -101,16 +91,11 @@ class ReportWriter:
         self._flush()
 
     def _flush(self) -> None:
-        self._atomic_write("report.json", json.dumps(self.data, indent=2, sort_keys=False) + "\n")
         from verispec.report import html, markdown
 
-        self._atomic_write("report.md", markdown.render(self.data))
-        self._atomic_write("report.html", html.render(self.data))
-
-    def _atomic_write(self, name: str, text: str) -> None:
-        tmp = self.folder / f".{name}.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, self.folder / name)
+        self._files.write("report.json", json.dumps(self.data, indent=2) + "\n")
+        self._files.write("report.md", markdown.render(self.data))
+        self._files.write("report.html", html.render(self.data))
 
 
 def write_json(data: Any, stream: Any = None) -> None:

@@ -21,6 +21,8 @@ class ReportFolder:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise UsageError(f"out={str(folder)!r} cannot be created: {exc.strerror}") from exc
+        if not os.access(folder, os.W_OK):
+            raise UsageError(f"out={str(folder)!r} is not writable")
         self.folder = folder
         (folder / "results.jsonl").write_text("", encoding="utf-8")
 
