@@ -6,7 +6,9 @@ smallest valid rho = 3/2 accepts with 3/4, and the optimal coupling reaches 29/3
 form and linear program agree). MSS applied to top-2 children with the softmax q outputs
 (1/3, 0, 2/3); for p = (0, 1/3, 2/3), q = (2/3, 0, 1/3), MSS on children drawn without
 replacement outputs token 2 with probability 1, and MSS on a trie that merged duplicate
-siblings outputs (0, 2/9, 7/9). Source: ../shared/reference/verifiers.md sections 3, 5, 9.
+siblings outputs (0, 2/9, 7/9). Sources: Miao et al., SpecInfer (MSS); Sun et al., SpecTr (K-SEQ
+and its rho); the max-flow bound of verispec.exact.optimum; the numbers were first computed by
+hand and are recomputed here with the registered verifiers and the exact executor.
 """
 
 from fractions import Fraction as F

@@ -9,6 +9,8 @@ import pytest
 from verispec.core.models import FixedModel
 from verispec.verifiers.instance import ChainInstance
 
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture
 def article_instance() -> ChainInstance:

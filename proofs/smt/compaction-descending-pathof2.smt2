@@ -1,6 +1,6 @@
 ; verispec certificate: compaction-descending
 ; obligation: compaction-descending: Copying the accepted path's KV in descending order reads every source before it is overwritten.
-; convention: copy in descending order (masks.md section 3.1)
+; convention: copy in descending order (SafeAILab/EAGLE copies the accepted path in ascending order; docs/explanation/index-conventions.md#tree-verify-passes)
 ; case: path of 2
 ; this query asserts the preconditions and the negated property: unsat means the obligation holds
 ; written by z3 5.4.1

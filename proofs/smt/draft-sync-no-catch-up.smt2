@@ -1,6 +1,6 @@
 ; verispec certificate: draft-sync-no-catch-up
 ; obligation: draft-sync: The draft cache (L-1+gamma entries: d_gamma is never fed) is cropped and caught up so that it covers exactly the committed tokens with KV, [0, L+a), including after full acceptance.
-; convention: crop like the target, no catch-up (masks.md section 2.2 (z3: P=0, a=gamma=1))
+; convention: crop like the target, no catch-up (meta-pytorch/gpt-fast speculative_decode feeds the last draft after full acceptance; docs/explanation/index-conventions.md#draft-cache-sync)
 ; this query asserts the preconditions and the negated property: sat means a counterexample exists
 ; written by z3 5.4.1
 (set-info :status sat)

@@ -1,6 +1,6 @@
 ; verispec certificate: paged-crop-floor
 ; obligation: paged-crop: After cropping to n entries, the pages kept hold every kept position, and every page kept holds a kept position (symbolic page size).
-; convention: pages kept = n // B (masks.md section 6 (floor-alloc variant))
+; convention: pages kept = n // B (pages are allocated by ceiling division (vllm-project/vllm KV cache manager); docs/explanation/index-conventions.md#paged-caches)
 ; this query asserts the preconditions and the negated property: sat means a counterexample exists
 ; written by z3 5.4.1
 (set-info :status sat)

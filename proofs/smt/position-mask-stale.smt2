@@ -1,6 +1,6 @@
 ; verispec certificate: position-mask-stale
 ; obligation: position-mask-stale-tail: A position-anchored mask over a cache still holding t >= 1 cells of the previous round's rejected drafts (positions L-1 .. L-2+t): no query may see them.
-; convention: position-anchored, stale tail kept (llama.cpp without seq_rm; masks.md section 1.7)
+; convention: position-anchored, stale tail kept (ggml-org/llama.cpp position-anchored masks without llama_memory_seq_rm; docs/explanation/index-conventions.md#crops)
 ; this query asserts the preconditions and the negated property: sat means a counterexample exists
 ; written by z3 5.4.1
 (set-info :status sat)

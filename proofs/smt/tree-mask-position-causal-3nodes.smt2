@@ -1,6 +1,6 @@
 ; verispec certificate: tree-mask-position-causal
 ; obligation: tree-visibility: Tree node x sees node y exactly when y is x or an ancestor of x.
-; convention: position-causal mask as a tree mask (masks.md section 3.5, item 4)
+; convention: position-causal mask as a tree mask (docs/explanation/index-conventions.md#tree-verify-passes)
 ; case: 3 nodes
 ; this query asserts the preconditions and the negated property: sat means a counterexample exists
 ; written by z3 5.4.1

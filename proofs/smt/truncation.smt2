@@ -1,6 +1,6 @@
 ; verispec certificate: truncation
 ; obligation: truncation: A committed block is cut after its first EOS and at the remaining token budget, and nothing allowed is dropped.
-; convention: cut after the first EOS, then at the budget (engines.md section 3.3)
+; convention: cut after the first EOS, then at the budget (sgl-project/sglang #31599 (stop ids before the budget); docs/explanation/index-conventions.md#stops-and-budgets)
 ; this query asserts the preconditions and the negated property: unsat means the obligation holds
 ; written by z3 5.4.1
 (set-info :status unsat)

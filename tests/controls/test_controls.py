@@ -7,22 +7,41 @@ import json
 import pytest
 
 from verispec.cli import main
-from verispec.controls.catalog import ENGINE_SOURCES, Control, catalog, find
+from verispec.controls.mutants import Mutant, catalog, find
 from verispec.controls.render import html, markdown
 from verispec.controls.runner import Cell, ControlResult, ControlsRun, SubjectResult
 from verispec.errors import UsageError
+from verispec.verdicts import Status
 
-#: engines.md section 3 rows the controls issue names, each reproduced by an engine mutant
-REQUIRED_BUGS = {1, 2, 3, 5, 6, 7, 9, 10, 12, 14, 16, 21, 28, 31, 33, 35}
-#: and the four mechanisms it names without a row number
+#: The public engine bugs the controls issue names, each reproduced by an engine mutant.
+REQUIRED_SOURCES = {
+    "vllm-project/vllm #9834",
+    "huggingface/transformers #32867",
+    "huggingface/transformers PR #28508",
+    "huggingface/transformers #47932",
+    "vllm-project/vllm #40149",
+    "vllm-project/vllm #42744",
+    "vllm-project/vllm-ascend #13730",
+    "flashinfer-ai/flashinfer PR #424",
+    "NVIDIA/TensorRT-LLM #3125",
+    "SafeAILab/EAGLE PR #215",
+    "vllm-project/vllm #18902",
+    "vllm-project/vllm PR #14645",
+    "ml-explore/mlx-lm PR #1109",
+    "sgl-project/sglang #31599",
+    "huggingface/transformers #47912",
+    "vllm-project/vllm GHSA-8wr5-jm2h-8r4f",
+}
+#: and the four mechanisms it names without a public bug
 REQUIRED_MUTANTS = {"crop-plus-one", "top-left-mask", "positions-reset", "draft-no-catch-up"}
 
 
 class TestCatalog:
     def test_every_required_bug_has_an_engine_mutant(self) -> None:
         engine = catalog(("engine",))
-        assert {c.bug for c in engine} >= REQUIRED_BUGS
-        assert {c.subject for c in engine} >= REQUIRED_MUTANTS
+        for source in REQUIRED_SOURCES:
+            assert any(source in m.source for m in engine), source
+        assert {m.subject for m in engine} >= REQUIRED_MUTANTS
 
     def test_layers_cover_the_registries(self) -> None:
         pytest.importorskip("z3")
@@ -39,14 +58,23 @@ class TestCatalog:
         for c in controls:
             assert c.source and c.mechanism, c.name
             if c.layer == "engine":
-                assert c.expected, f"{c.name} has no check declared to catch it"
+                assert c.caught_by, f"{c.name} has no check declared to catch it"
+                assert c.hook and c.replacement is not None, c.name
                 assert c.reproduce.startswith(f"verispec conform --engine {c.engine} --mutation {c.subject}")
-        from verispec.engines.reference import MUTATIONS
 
-        assert set(ENGINE_SOURCES) == set(MUTATIONS)
+    def test_the_product_cites_no_file_outside_the_repository(self) -> None:
+        """Sources name a public repository and issue or PR, a paper, or a file in this repository."""
+        import re
+        from pathlib import Path
+
+        root = Path(__file__).resolve().parents[2]
+        for c in catalog():
+            for path in re.findall(r"(?:docs|proofs)/[\w./-]+\.(?:md|py)", c.source):
+                assert (root / path).exists(), (c.name, path)
+            assert "engines.md" not in c.source and "masks.md" not in c.source, c.name
 
     def test_find_by_name_or_subject(self) -> None:
-        assert find("engine:crop-no-op").bug == 28
+        assert "ml-explore/mlx-lm PR #1109" in find("engine:crop-no-op").source
         assert find("crop-no-op").layer == "engine"
         with pytest.raises(UsageError, match="control='crop-no-opp' is not a known name"):
             find("crop-no-opp")
@@ -58,23 +86,25 @@ class TestCatalog:
         assert all(c["reproduce"] for c in listed)
 
 
-def _control(subject: str) -> Control:
+def _control(subject: str) -> Mutant:
     return find(f"engine:{subject}")
 
 
 class TestOutcomes:
     def test_a_crash_is_not_a_statistical_detection(self) -> None:
-        crashed = Cell("sampling-law", "fail", None, 8, "engine error: boom", crash=True)
+        crashed = Cell("sampling-law", Status.FAIL, None, 8, "engine error: boom", crash=True)
         crash = ControlResult(_control("vocab-overflow"), [crashed], 1.0)
         assert crash.outcome == "caught-by-crash" and crash.samples_to_detection is None
-        found = Cell("ids-in-vocab", "fail", None, 4, "bad output: id 24")
+        found = Cell("ids-in-vocab", Status.FAIL, None, 4, "bad output: id 24")
         caught = ControlResult(_control("vocab-overflow"), [found], 1.0)
         assert caught.outcome == "caught" and caught.samples_to_detection == 4
 
     def test_an_error_is_never_a_pass_or_a_detection(self) -> None:
-        errored = ControlResult(_control("unseeded"), [Cell("determinism", "error", evidence="bug")], 1.0)
-        missed = ControlResult(_control("unseeded"), [Cell("determinism", "pass")], 1.0)
-        flagged = SubjectResult("reference", "engine", [Cell("determinism", "fail")])
+        errored = ControlResult(
+            _control("unseeded"), [Cell("determinism", Status.ERROR, evidence="bug")], 1.0
+        )
+        missed = ControlResult(_control("unseeded"), [Cell("determinism", Status.PASS)], 1.0)
+        flagged = SubjectResult("reference", "engine", [Cell("determinism", Status.FAIL)])
         run = ControlsRun(False, 1e-6, ("engine",), False, [errored, missed], [flagged])
         assert errored.outcome == "error" and missed.outcome == "escaped"
         assert run.verdict == "fail"
@@ -120,6 +150,7 @@ class TestEscalation:
         import verispec.conformance.runner as conformance
         import verispec.controls.runner as runner
         from verispec.conformance.checks import CheckResult
+        from verispec.verdicts import Failure
 
         chosen = [_control("resample-target"), _control("draft-temperature-ignored")]
         calls: list[tuple] = []
@@ -129,9 +160,13 @@ class TestEscalation:
             if broken is not None and mutation == broken:
                 raise UsageError(f"engine='reference' could not be built: {mutation}")
             calls.append((mutation, quick, tuple(checks), kw.get("design", "planned")))
-            status = "fail" if mutation and (caught_quick[mutation] or not quick) else "pass"
+            caught = mutation and (caught_quick[mutation] or not quick)
+            status, failure = (Status.FAIL, Failure.DETECTION) if caught else (Status.PASS, None)
             calls_used = 80 if quick else 720
-            results = [CheckResult(n, status, "", pvalue=1e-9, generate_calls=calls_used) for n in checks]
+            results = [
+                CheckResult(n, status, "", pvalue=1e-9, generate_calls=calls_used, failure=failure)
+                for n in checks
+            ]
             return type("Run", (), {"results": results})()
 
         monkeypatch.setattr(conformance, "conform", fake_conform)

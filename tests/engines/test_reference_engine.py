@@ -7,8 +7,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from verispec.controls.mutants import engine_mutants, plant  # noqa: E402
 from verispec.engines.protocol import Request, Sampling  # noqa: E402
-from verispec.engines.reference import MUTATIONS, ReferenceEngine  # noqa: E402
+from verispec.engines.reference import Hooks, ReferenceEngine, with_hooks  # noqa: E402
 from verispec.engines.tiny import tiny_pair  # noqa: E402
 from verispec.engines.torchlm import TorchLM  # noqa: E402
 from verispec.errors import UsageError  # noqa: E402
@@ -117,7 +118,7 @@ class TestReferenceEngine:
 
     @pytest.mark.parametrize("mutation", ["ragged-shared-offset", "batch-order-by-length"])
     def test_batch_mutations_change_batched_rows_only(self, pair, mutation) -> None:
-        engine = ReferenceEngine(pair.target, pair.draft, mutations=[mutation])
+        engine = ReferenceEngine(pair.target, pair.draft, hooks=plant("reference", [mutation]))
         requests = [Request(p, 20, Sampling(0.0)) for p in PROMPTS]
         clean = ReferenceEngine(pair.target, pair.draft).generate(requests)
         assert [engine.generate([r])[0].tokens for r in requests] == [c.tokens for c in clean]
@@ -171,9 +172,8 @@ class TestReferenceEngine:
 
     @pytest.mark.parametrize("mutation", [None, "tree-sibling-visible", "tree-no-compaction"])
     def test_tree_engine_greedy_equals_plain_decoding_unless_mutated(self, pair, mutation) -> None:
-        engine = ReferenceEngine(
-            pair.target, pair.draft, tree=(2, 2), page_size=4, mutations=[mutation] if mutation else []
-        )
+        hooks = plant("reference-tree", [mutation] if mutation else [])
+        engine = ReferenceEngine(pair.target, pair.draft, tree=(2, 2), page_size=4, hooks=hooks)
         prompt = (5, 6, 7, 8)
         spec = engine.generate([Request(prompt, 20, Sampling(0.0))])[0]
         plain = engine.generate([Request(prompt, 20, Sampling(0.0), speculative=False)])[0]
@@ -181,14 +181,27 @@ class TestReferenceEngine:
         assert max(r.accepted for r in spec.rounds) <= 2
 
     def test_tree_mutations_need_a_tree(self, pair) -> None:
-        with pytest.raises(UsageError, match="applies to the tree engine only"):
-            ReferenceEngine(pair.target, pair.draft, mutations=["tree-no-compaction"])
+        with pytest.raises(
+            UsageError, match="mutation='tree-no-compaction' applies to the reference-tree engine only"
+        ):
+            plant("reference", ["tree-no-compaction"])
         with pytest.raises(UsageError, match="tree=\\(0,\\) must list children per depth"):
             ReferenceEngine(pair.target, pair.draft, tree=(0,))
 
-    def test_unknown_mutation(self, pair) -> None:
-        with pytest.raises(UsageError, match="mutation='nope' is not one of"):
-            ReferenceEngine(pair.target, pair.draft, mutations=["nope"])
+    def test_unknown_mutation(self) -> None:
+        with pytest.raises(UsageError, match="mutation='nope' is not a known name"):
+            plant("reference", ["nope"])
 
-    def test_every_mutation_is_documented(self) -> None:
-        assert all(isinstance(v, str) and v for v in MUTATIONS.values())
+    def test_two_bugs_on_one_seam_cannot_be_combined(self) -> None:
+        with pytest.raises(UsageError, match="replace the same hook 'crop'"):
+            plant("reference", ["crop-plus-one", "crop-no-op"])
+
+    def test_every_reference_mutant_replaces_one_seam(self) -> None:
+        """Each record names a seam of Hooks, and planting it changes exactly that field."""
+        for m in engine_mutants("reference") + engine_mutants("reference-tree"):
+            assert m.hook in Hooks.names() and m.mechanism and m.source, m.name
+            planted = plant(m.engine, [m.subject])
+            changed = [h for h in Hooks.names() if getattr(planted, h) is not getattr(Hooks(), h)]
+            assert changed == [m.hook], m.name
+        with pytest.raises(UsageError, match="hooks \\['nope'\\] are not among"):
+            with_hooks(nope=None)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from verispec.audit.adapters import black_box
-from verispec.audit.runner import audit
+from verispec.audits.adapters import black_box
+from verispec.audits.runner import audit
 from verispec.cli import main
 from verispec.errors import UsageError
 from verispec.stats.constants import PER_TEST_ALPHA
@@ -46,12 +46,12 @@ def _largest_exact_tv(name: str, items) -> float:
     ["resample-target", "softmax-residual", "reused-uniform", "bonus-wrong-row", "block-first-failure"],
 )
 def test_chain_controls_are_rejected(name: str) -> None:
-    from verispec.audit.instances import chain_audit_instances
+    from verispec.audits.instances import chain_audit_instances
 
     # the planned power applies: some instance is at least TV 0.05 away from the target
     assert _largest_exact_tv(name, chain_audit_instances(0)) >= 0.05
     result = audit(black_box(name), "chain", alpha=PER_TEST_ALPHA, seed=0)
-    assert result.verdict == "non-conformance"
+    assert result.verdict == "fail"
 
 
 def test_missing_bonus_is_a_contract_error_on_the_full_acceptance_instance() -> None:
@@ -88,10 +88,10 @@ def test_exact_tree_verifiers_pass(name: str, law: str) -> None:
     ],
 )
 def test_tree_controls_are_rejected(name: str, law: str) -> None:
-    from verispec.audit.instances import tree_audit_instances
+    from verispec.audits.instances import tree_audit_instances
 
     assert _largest_exact_tv(name, tree_audit_instances(0, law=law)) >= 0.05
-    assert audit(black_box(name), "tree", law=law, alpha=PER_TEST_ALPHA, seed=0).verdict == "non-conformance"
+    assert audit(black_box(name), "tree", law=law, alpha=PER_TEST_ALPHA, seed=0).verdict == "fail"
 
 
 class TestThirdPartyBlackBoxesInASubprocess:
@@ -105,7 +105,7 @@ class TestThirdPartyBlackBoxesInASubprocess:
     @pytest.mark.statistical
     def test_the_seed_bug_is_rejected(self) -> None:
         result = audit("tests.fixtures.black_boxes:resample_on_reject", "chain", alpha=PER_TEST_ALPHA, seed=2)
-        assert result.verdict == "non-conformance"
+        assert result.verdict == "fail"
         assert min(r.pvalue for r in result.instances if r.pvalue is not None) <= result.instances[0].alpha
 
     @pytest.mark.parametrize(
@@ -120,7 +120,7 @@ class TestThirdPartyBlackBoxesInASubprocess:
     )
     def test_contract_violations_are_per_instance_errors(self, function: str, message: str) -> None:
         result = audit(f"tests.fixtures.black_boxes:{function}", "chain", seed=3)
-        assert result.verdict == "non-conformance"
+        assert result.verdict == "fail"
         assert len(result.instances) == 8  # the audit went on with every instance
         assert any(r.error and message in r.error for r in result.instances)
 
@@ -152,7 +152,7 @@ class TestCli:
         )
         assert code == 1
         data = json.loads(capsys.readouterr().out)
-        assert data["verdict"] == "non-conformance"
+        assert data["verdict"] == "fail"
         assert data["reproduce"].startswith(
             "verispec audit --chain tests.fixtures.black_boxes:resample_on_reject"
         )

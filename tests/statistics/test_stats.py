@@ -1,6 +1,7 @@
 """The statistics layer: reference numbers, validity and power of each test.
 
-Reference values: ../shared/reference/statistics.md section 0 (computed there with scipy 1.17.1).
+Reference values: computed independently with scipy 1.17.1 (noncentral chi-square plans,
+exact enumeration), as listed in docs/explanation/statistics.md.
 """
 
 from __future__ import annotations
@@ -143,6 +144,19 @@ class TestMultiplicity:
         assert budget.spent <= 1e-6
         with pytest.raises(UsageError, match="already allocated"):
             budget.allocate({"a": 1})
+
+    def test_a_split_budget_records_where_every_alpha_went(self) -> None:
+        run = Budget(1e-6)
+        checks = run.split(["a", "b"])
+        assert run.split([]) == {}
+        inner = checks["a"].allocate({"x": 1, "y": 3})
+        assert inner == {"x": pytest.approx(1.25e-7), "y": pytest.approx(3.75e-7)}
+        assert run.to_json() == {
+            "total": 1e-6,
+            "shares": {"a": {"total": 5e-7, "shares": inner}, "b": {"total": 5e-7, "shares": {}}},
+        }
+        with pytest.raises(UsageError, match=r"alpha=1\.5 must be in \(0, 1\)"):
+            Budget(1.5)
 
     def test_holm_and_e_values(self) -> None:
         assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])

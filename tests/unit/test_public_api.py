@@ -28,3 +28,55 @@ def test_strategies_is_public() -> None:
     from verispec import strategies
 
     assert set(strategies.__all__) >= {"chain_instances", "conditional_models", "distributions"}
+
+
+#: The public API, pinned: a name added or removed here is a decision, with a CHANGELOG entry.
+PUBLIC_API = {
+    "Budget", "CertifiedReal", "ChainInstance", "ChainVerifier", "Completion", "Counterexample",
+    "DraftTree", "Engine", "ExitCode", "FixedModel", "InternalError", "MissingDependency", "Mutant",
+    "NonConformance", "ProveBudget", "ProveResult", "Proved", "Random", "RandomRationalModel",
+    "Refuted", "Request", "RoundStat", "RunVerdict", "Sampling", "SamplingConfig", "SeededRandom",
+    "Status", "TableModel", "TreeInstance", "TreeVerifier", "Unknown", "UsageError", "__version__",
+    "apply_exact", "apply_float", "as_exact_distribution", "as_float_distribution", "audit",
+    "check_multi_round", "check_round", "conform", "expected_accepted", "find_counterexample",
+    "get_verifier", "optimal_acceptance", "output_law", "prove", "run_check", "run_controls",
+    "run_round", "sample_blocks", "tv_distance", "verifier_names",
+}  # fmt: skip
+
+
+def test_the_public_api_is_pinned() -> None:
+    assert set(verispec.__all__) == PUBLIC_API
+    assert sorted(dir(verispec)) == sorted(PUBLIC_API)
+
+
+def test_public_names_are_the_objects_of_their_modules() -> None:
+    """``verispec.conform`` is the runner's function and ``verispec.audit`` the auditor's (the
+    audits live in ``verispec.audits``, so no subpackage shadows the function)."""
+    from verispec.audits.runner import audit
+    from verispec.conformance.runner import conform
+    from verispec.engines.protocol import Engine, Request
+
+    assert verispec.conform is conform and verispec.audit is audit
+    assert verispec.Engine is Engine and verispec.Request is Request
+    assert callable(verispec.audit)
+
+
+def test_doctests_run() -> None:
+    """Every docstring example in the package runs as written."""
+    import doctest
+    import importlib
+    import pkgutil
+
+    failures = []
+    tried = 0
+    modules = ["verispec"] + [info.name for info in pkgutil.walk_packages(verispec.__path__, "verispec.")]
+    for name in modules:
+        if name.endswith("__main__"):
+            continue
+        module = importlib.import_module(name)
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+        tried += result.attempted
+        if result.failed:
+            failures.append(name)
+    assert not failures, failures
+    assert tried >= 10

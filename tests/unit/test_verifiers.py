@@ -1,6 +1,6 @@
 """Chain verifiers and controls: exact laws on hand-checkable instances.
 
-Reference values come from the seed articles and ../shared/reference/verifiers.md, as named.
+Reference values come from the seed articles and from hand computations, as named.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class TestControlsOnPublishedExamples:
         ]
 
     def test_greedy_draft_softmax_q_jaymody_3(self) -> None:
-        """verifiers.md section 1: q=(1/2,1/3,1/6), p=(1/6,1/3,1/2) gives (1/3, 0, 2/3)."""
+        """jaymody/speculative-sampling #3: q=(1/2,1/3,1/6), p=(1/6,1/3,1/2) gives (1/3, 0, 2/3)."""
         inst = fixed(["1/6", "1/3", "1/2"], ["1/2", "1/3", "1/6"])
         assert first_token("greedy-draft-softmax-q", inst) == [F(1, 3), F(0), F(2, 3)]
 

@@ -1,79 +1,85 @@
-"""The engine process: hosts one engine and answers the harness over JSON lines.
+"""The engine process: hosts one engine and answers the harness (:mod:`verispec.isolation`).
 
 ``python -m verispec.conformance.engine_worker`` reads one configuration line
-(``{"engine": spec, "device": ..., "options": {...}}``), then one request per line:
+(``{"engine": spec, "device": ..., "options": {...}}``), builds the engine, then answers:
 
-* ``{"op": "info"}``
-* ``{"op": "generate", "request": {...}}`` (an exception is answered as ``{"error": ...}``)
+* ``{"op": "info"}``: name, vocabulary size, capabilities, gamma and the device it runs on;
+* ``{"op": "generate", "requests": [...]}``: one completion per request;
 * ``{"op": "logits_along", "model": "target" | "draft", "prompt": [...], "tokens": [...]}``,
   answered as ``{"shape": [rows, vocab], "float32": base64}`` (little-endian float32: exact
-  for float32 logits and about 8 times smaller than JSON numbers at large vocabularies)
+  for float32 logits and about 8 times smaller than JSON numbers at large vocabularies).
 
-Running engines here keeps a crash or a hang away from the harness, which restarts this
-process and goes on.
+An exception crosses back as a structured error record; a crash or a hang is the harness's
+to handle (it restarts this process and goes on).
 """
 
 from __future__ import annotations
 
 import base64
 import inspect
-import json
-import os
 import sys
-import traceback
 from collections.abc import Callable
 from typing import Any
 
 from verispec.errors import UsageError
 
-BUILT_INS = ("reference", "reference-paged", "reference-tree", "hf-assisted", "hf-lookup")
+#: Engine options the CLI sets, by the option that sets them (for the usage error).
+OPTION_FLAGS = {"mutations": "--mutation", "size": "--size", "device": "--device"}
 
 
-def _factory(spec: str) -> Callable[..., Any]:
-    if spec == "reference":
-        from verispec.engines.reference import make_reference
+def _factory(spec: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """What builds the engine, and the function whose signature says which options it takes."""
+    if ":" in spec:
+        from verispec.isolation import load_function
 
-        return make_reference
-    if spec == "reference-paged":
-        from verispec.engines.reference import make_reference
+        factory = load_function(spec, argument="engine")
+        return factory, factory
+    from verispec.engines import registry
 
-        return lambda **kw: make_reference(page_size=4, **kw)
-    if spec == "reference-tree":
-        from verispec.engines.reference import make_reference
+    builtin = registry.get(spec)
+    return builtin.make, builtin.factory
 
-        return lambda **kw: make_reference(tree=(2, 2), page_size=4, **kw)
-    if spec == "hf-assisted":
-        from verispec.engines.hf import make_hf_assisted
 
-        return make_hf_assisted
-    if spec == "hf-lookup":
-        from verispec.engines.hf import make_hf_lookup
-
-        return make_hf_lookup
-    if ":" not in spec:
-        raise UsageError(f"engine={spec!r} is neither a built-in ({', '.join(BUILT_INS)}) nor module:factory")
-    from verispec.smt.audit import load_function
-
-    return load_function(spec)
+def _parameters(factory: Callable[..., Any]) -> tuple[set[str], bool]:
+    """The factory's keyword names, and whether it takes ``**kwargs``."""
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return set(), False
+    return set(params), any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
 def build_engine(spec: str, device: str, options: dict[str, Any]) -> Any:
-    """Instantiate an engine; only the options the factory accepts are passed."""
-    factory = _factory(spec)
-    accepted: Any
-    try:
-        accepted = inspect.signature(factory).parameters
-        takes_all = any(p.kind is p.VAR_KEYWORD for p in accepted.values())
-    except (TypeError, ValueError):
-        accepted, takes_all = {}, False
-    kwargs = {k: v for k, v in {"device": device, **options}.items() if takes_all or k in accepted}
+    """Instantiate an engine. An option its factory does not take is a usage error naming
+    the option (never a silently clean run); ``device`` is passed where it is taken, and is an
+    error elsewhere only when it is not the default ``cpu``."""
+    factory, signature = _factory(spec)
+    accepted, takes_all = _parameters(signature)
+    kwargs: dict[str, Any] = {}
+    for key, value in {"device": device, **options}.items():
+        if takes_all or key in accepted:
+            kwargs[key] = value
+        elif key != "device" or value != "cpu":
+            flag = OPTION_FLAGS.get(key, key)
+            raise UsageError(f"engine={spec!r} does not take {flag} (its factory has no {key!r} parameter)")
     engine = factory(**kwargs)
     for attr in ("generate", "vocab_size"):
         if not hasattr(engine, attr):
             raise UsageError(
                 f"engine={spec!r}: the factory returned {type(engine).__name__} without {attr!r}"
             )
+    capabilities = set(getattr(engine, "capabilities", ()))
+    for model in ("target", "draft"):
+        wanted = "target-logits" if model == "target" else "draft-model"
+        if wanted in capabilities and not _exposes(engine, model):
+            raise UsageError(
+                f"engine={spec!r} declares {wanted!r} but has neither {model}_logits nor {model}_logits_along"
+            )
     return engine
+
+
+def _exposes(engine: Any, model: str) -> bool:
+    return hasattr(engine, f"{model}_logits_along") or hasattr(engine, f"{model}_logits")
 
 
 def _logits_along(engine: Any, model: str, prompt: list[int], tokens: list[int]) -> dict[str, Any]:
@@ -99,51 +105,56 @@ def _logits_along(engine: Any, model: str, prompt: list[int], tokens: list[int])
     return {"shape": list(array.shape), "float32": base64.b64encode(array.tobytes()).decode("ascii")}
 
 
-def main() -> int:
+def _device(engine: Any, asked: str) -> str:
+    """The device the engine really runs on: its ``device`` attribute, or its first
+    parameter's, described with the accelerator's name where there is one."""
+    from verispec.report import describe_device
+
+    found = getattr(engine, "device", None)
+    if found is None:
+        for attr in ("target", "model", "hf_target"):
+            model = getattr(engine, attr, None)
+            if model is not None and hasattr(model, "parameters"):
+                found = next(model.parameters()).device
+                break
+    return describe_device(str(found) if found is not None else asked)
+
+
+def _handler(config: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
     from verispec.engines.protocol import Request
 
-    sys.path.insert(0, os.getcwd())
     try:
         import transformers
 
         transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
     except ImportError:
         pass
-    config = json.loads(sys.stdin.readline())
-    try:
-        engine = build_engine(config["engine"], config.get("device", "cpu"), config.get("options", {}))
-    except UsageError as exc:  # already names the argument and value
-        print(json.dumps({"fatal": str(exc)}), flush=True)
-        return 0
-    except Exception as exc:
-        print(json.dumps({"fatal": f"{type(exc).__name__}: {exc}"}), flush=True)
-        return 0
-    print(json.dumps({"ready": True}), flush=True)
-    for line in sys.stdin:
-        message = json.loads(line)
+    engine = build_engine(config["engine"], config.get("device", "cpu"), config.get("options", {}))
+
+    def handle(message: dict[str, Any]) -> dict[str, Any]:
         op = message.get("op")
-        try:
-            if op == "info":
-                answer: dict[str, Any] = {
-                    "name": getattr(engine, "name", config["engine"]),
-                    "vocab_size": int(engine.vocab_size),
-                    "capabilities": sorted(getattr(engine, "capabilities", ())),
-                    "gamma": getattr(engine, "gamma", None),
-                }
-            elif op == "generate":
-                completion = engine.generate([Request.from_json(message["request"])])[0]
-                answer = {"completion": completion.to_json()}
-            elif op == "generate_batch":
-                completions = engine.generate([Request.from_json(r) for r in message["requests"]])
-                answer = {"completions": [c.to_json() for c in completions]}
-            elif op == "logits_along":
-                answer = _logits_along(engine, message["model"], message["prompt"], message["tokens"])
-            else:
-                answer = {"error": f"unknown op {op!r}"}
-        except Exception as exc:
-            answer = {"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc(limit=3)}
-        print(json.dumps(answer), flush=True)
-    return 0
+        if op == "info":
+            return {
+                "name": getattr(engine, "name", config["engine"]),
+                "vocab_size": int(engine.vocab_size),
+                "capabilities": sorted(getattr(engine, "capabilities", ())),
+                "gamma": getattr(engine, "gamma", None),
+                "device": _device(engine, config.get("device", "cpu")),
+            }
+        if op == "generate":
+            completions = engine.generate([Request.from_json(r) for r in message["requests"]])
+            return {"completions": [c.to_json() for c in completions]}
+        if op == "logits_along":
+            return _logits_along(engine, message["model"], message["prompt"], message["tokens"])
+        raise UsageError(f"op={op!r} is not one of info, generate, logits_along")
+
+    return handle
+
+
+def main() -> int:
+    from verispec.isolation import serve
+
+    return serve(_handler)
 
 
 if __name__ == "__main__":

@@ -2,35 +2,41 @@
 
 from __future__ import annotations
 
-import json
-import os
-import selectors
-import subprocess
-import sys
-import time
 from typing import Any
 
 from verispec.engines.protocol import Completion, Request
 from verispec.errors import UsageError
+from verispec.isolation import RemoteError, Worker, WorkerCrashed, WorkerTimeout
+from verispec.verdicts import Failure
 
 __all__ = ["EngineError", "EngineOutputError", "EngineProxy"]
 
 
 class EngineError(Exception):
-    """The engine crashed, hung, or answered something unusable for one request."""
+    """The engine crashed, hung, or refused one request; ``failure`` says which
+    (:attr:`Failure.CRASH` or :attr:`Failure.MISUSE`)."""
+
+    failure = Failure.CRASH
+
+    def __init__(self, message: str, failure: Failure = Failure.CRASH) -> None:
+        super().__init__(message)
+        self.failure = failure
 
 
 class EngineOutputError(EngineError):
     """The engine answered, but with output no correct engine gives (ids outside the
     vocabulary, more tokens than allowed): a detection, not a crash."""
 
+    def __init__(self, message: str) -> None:
+        super().__init__(message, Failure.BAD_OUTPUT)
+
 
 class EngineProxy:
-    """An engine running in its own process.
+    """An engine running in its own process (:class:`verispec.isolation.Worker`).
 
     ``timeout_s`` bounds every request; after a hang or a crash the process is restarted
     (the next request pays the start-up) and the failed request raises :class:`EngineError`.
-    ``calls`` counts generate calls; ``seconds`` the wall time spent waiting on the engine.
+    ``calls`` counts generated requests; ``seconds`` the wall time spent waiting on the engine.
     ``threads`` caps the engine process's CPU threads (OpenMP and MKL), for engines run side
     by side.
     """
@@ -45,98 +51,71 @@ class EngineProxy:
         startup_timeout_s: float = 600.0,
         threads: int | None = None,
     ) -> None:
-        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
-            raise UsageError(f"threads={threads!r} must be a positive integer or None")
         self.spec = engine
         self.device = device
         self.options = options or {}
         self.timeout_s = timeout_s
-        self.startup_timeout_s = startup_timeout_s
-        self.threads = threads
-        self.proc: Any = None
+        self.worker = Worker(
+            "verispec.conformance.engine_worker",
+            {"engine": engine, "device": device, "options": self.options},
+            startup_timeout_s=startup_timeout_s,
+            threads=threads,
+        )
         self.calls = 0
         self.seconds = 0.0
-        self.restarts = 0
-        self.startup_seconds = 0.0  # process start-up and model loading, every (re)start
-        info = self._ask({"op": "info"}, startup=True)
+        self._start()
+        info = self._ask({"op": "info"})
         self.name = str(info["name"])
         self.vocab_size = int(info["vocab_size"])
         self.capabilities = frozenset(info["capabilities"])
         self.gamma = info.get("gamma")
+        self.device_description = str(info.get("device", device))
 
-    # process management
+    @property
+    def restarts(self) -> int:
+        return self.worker.restarts
+
+    @property
+    def startup_seconds(self) -> float:
+        """Process start-up and model loading, over every (re)start."""
+        return self.worker.startup_seconds
+
     def _start(self) -> None:
-        started = time.perf_counter()
+        """Start the engine: a factory that fails is the caller's usage error, named."""
         try:
-            self._spawn()
-        finally:
-            self.startup_seconds += time.perf_counter() - started
-
-    def _spawn(self) -> None:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-        if self.threads is not None:
-            env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(self.threads)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "verispec.conformance.engine_worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env=env,
-        )
-        self.proc.stdin.write(
-            json.dumps({"engine": self.spec, "device": self.device, "options": self.options}) + "\n"
-        )
-        self.proc.stdin.flush()
-        ready = self._read(self.startup_timeout_s)
-        if ready is None:
+            self.worker.start()
+        except WorkerTimeout as exc:
             self.close()
-            raise UsageError(f"engine={self.spec!r} did not start within {self.startup_timeout_s:g} s")
-        if "fatal" in ready:
+            raise UsageError(f"engine={self.spec!r} {exc}") from None
+        except (RemoteError, WorkerCrashed) as exc:
             self.close()
-            raise UsageError(f"engine={self.spec!r} could not be built: {ready['fatal']}")
+            if isinstance(exc, RemoteError) and exc.kind == "usage":
+                raise UsageError(exc.message) from None
+            raise UsageError(f"engine={self.spec!r} could not be built: {exc}") from None
 
-    def _read(self, timeout: float) -> dict[str, Any] | None:
-        with selectors.DefaultSelector() as sel:
-            sel.register(self.proc.stdout, selectors.EVENT_READ)
-            if not sel.select(timeout=timeout):
-                return None
-        line = self.proc.stdout.readline()
-        if not line:
-            return {"error": "the engine process exited"}
-        return json.loads(line)  # type: ignore[no-any-return]
+    def _ask(self, message: dict[str, Any], *, timeout_s: float | None = None) -> dict[str, Any]:
+        import time
 
-    def _ask(
-        self, message: dict[str, Any], *, startup: bool = False, timeout_s: float | None = None
-    ) -> dict[str, Any]:
-        if self.proc is None or self.proc.poll() is not None:
-            if self.proc is not None:
-                self.restarts += 1
+        if not self.worker.alive:
             self._start()
-        self.proc.stdin.write(json.dumps(message) + "\n")
-        self.proc.stdin.flush()
+        limit = timeout_s or self.timeout_s
         start = time.perf_counter()
-        limit = self.startup_timeout_s if startup else timeout_s or self.timeout_s
-        answer = self._read(limit)
-        self.seconds += time.perf_counter() - start
-        if answer is None:
-            self.close()
-            raise EngineError(f"no answer within {limit:g} s (time limit); the engine was restarted")
-        if "error" in answer:
-            if answer["error"] == "the engine process exited":
-                self.close()
-            raise EngineError(answer["error"])
-        return answer
+        try:
+            return self.worker.ask(message, limit)
+        except WorkerTimeout:
+            raise EngineError(
+                f"no answer within {limit:g} s (time limit); the engine was restarted"
+            ) from None
+        except WorkerCrashed as exc:
+            raise EngineError(str(exc)) from None
+        except RemoteError as exc:
+            failure = Failure.MISUSE if exc.kind == "usage" else Failure.CRASH
+            raise EngineError(str(exc), failure) from None
+        finally:
+            self.seconds += time.perf_counter() - start
 
     def close(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            for stream in (self.proc.stdin, self.proc.stdout):
-                if stream:
-                    stream.close()
-            self.proc = None
+        self.worker.close()
 
     def __enter__(self) -> EngineProxy:
         return self
@@ -146,17 +125,15 @@ class EngineProxy:
 
     # protocol
     def generate(self, request: Request) -> Completion:
-        self.calls += 1
-        return Completion.from_json(self._ask({"op": "generate", "request": request.to_json()})["completion"])
+        return self.generate_many([request])[0]
 
     def generate_many(self, requests: list[Request]) -> list[Completion]:
-        """One generate call for a whole batch (engines with the ``batch`` capability); the
-        time limit is the per-request limit times the batch size. ``calls`` counts requests."""
-        if len(requests) == 1:
-            return [self.generate(requests[0])]
+        """One generate call for the requests (a batch for engines with the ``batch``
+        capability); the time limit is the per-request limit times their number. ``calls``
+        counts requests."""
         self.calls += len(requests)
         answer = self._ask(
-            {"op": "generate_batch", "requests": [r.to_json() for r in requests]},
+            {"op": "generate", "requests": [r.to_json() for r in requests]},
             timeout_s=self.timeout_s * len(requests),
         )
         completions = answer.get("completions")

@@ -25,6 +25,12 @@ def _survival(data: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+def _reason(c: dict[str, Any]) -> str:
+    """A check's reason, with the manifest's reason for an expected failure."""
+    expected = c.get("expected_failure")
+    return f"expected failure ({expected}): {c['reason']}" if expected else str(c["reason"])
+
+
 def markdown(data: dict[str, Any]) -> str:
     perf = data["performance"]
     lines = [
@@ -38,6 +44,8 @@ def markdown(data: dict[str, Any]) -> str:
         f"- seed {data['seed']}{' (quick)' if data['quick'] else ''}; reproduce with `{data['reproduce']}`",
         f"- {perf['generate_calls']} generate calls, {perf['tokens']} tokens in {perf['wall_seconds']} s; "
         f"engine start-up {perf['startup_seconds']} s; harness share of the rest {perf['harness_share']}",
+        *([f"- **inconclusive**: {data['inconclusive']}"] if data.get("inconclusive") else []),
+        *[f"- warning: {w}" for w in data.get("warnings", [])],
         "",
     ]
     rows = []
@@ -46,7 +54,7 @@ def markdown(data: dict[str, Any]) -> str:
         a = "" if c["alpha"] is None or c["effect"] is None else f"{c['alpha']:.3g}"
         status = c["status"] if c["status"] in ("pass", "skip") else f"**{c['status']}**"
         rows.append(
-            [c["check"], status, a, c["effect"] or "", p, c["samples"], c["generate_calls"], c["reason"]]
+            [c["check"], status, a, c["effect"] or "", p, c["samples"], c["generate_calls"], _reason(c)]
         )
     lines.append(
         table(
@@ -75,7 +83,7 @@ def junit(data: dict[str, Any]) -> str:
     checks = data["checks"]
     failures = sum(c["status"] == "fail" for c in checks)
     errors = sum(c["status"] == "error" for c in checks)
-    skipped = sum(c["status"] == "skip" for c in checks)
+    skipped = sum(c["status"] in ("skip", "xfail") for c in checks)
     out = [
         '<?xml version="1.0" encoding="utf-8"?>',
         f'<testsuite name="verispec conformance {escape(data["engine"])}" tests="{len(checks)}" '
@@ -85,12 +93,12 @@ def junit(data: dict[str, Any]) -> str:
         out.append(
             f'  <testcase classname="verispec.conformance" name="{escape(c["check"])}" time="{c["seconds"]}">'
         )
-        message = escape(c["reason"], {'"': "&quot;"})
+        message = escape(_reason(c), {'"': "&quot;"})
         if c["status"] == "fail":
             out.append(f'    <failure message="{message}"/>')
         elif c["status"] == "error":
             out.append(f'    <error message="{message}"/>')
-        elif c["status"] == "skip":
+        elif c["status"] in ("skip", "xfail"):
             out.append(f'    <skipped message="{message}"/>')
         out.append("  </testcase>")
     out.append("</testsuite>")
@@ -142,7 +150,14 @@ def _bars(
 
 def html(data: dict[str, Any]) -> str:
     checks = data["checks"]
-    colors = {"pass": "#2a7", "fail": "#c33", "skip": "#999", "error": "#d80"}
+    colors = {
+        "pass": "#2a7",
+        "fail": "#c33",
+        "skip": "#999",
+        "error": "#d80",
+        "xfail": "#a6a",
+        "inconclusive": "#d80",
+    }
 
     def row(c: dict[str, Any]) -> str:
         pvalue = "" if c["pvalue"] is None else f"{c['pvalue']:.3g}"
@@ -150,7 +165,7 @@ def html(data: dict[str, Any]) -> str:
         return (
             f"<tr><td>{_html.escape(c['check'])}</td><td style='color:{color}'><b>{c['status']}</b></td>"
             f"<td>{pvalue}</td><td>{c['samples']}</td><td>{c['generate_calls']}</td>"
-            f"<td>{_html.escape(c['reason'])}</td></tr>"
+            f"<td>{_html.escape(_reason(c))}</td></tr>"
         )
 
     rows = "".join(row(c) for c in checks)
@@ -185,6 +200,12 @@ def html(data: dict[str, Any]) -> str:
         else ""
     )
     perf = data["performance"]
+    notes = "".join(
+        f"<p><b>{_html.escape(label)}</b>: {_html.escape(text)}</p>"
+        for label, text in [("inconclusive", data.get("inconclusive") or "")]
+        + [("warning", w) for w in data.get("warnings", [])]
+        if text
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>verispec conformance: {_html.escape(data["engine"])}</title>
 <style>body{{font-family:sans-serif;max-width:1000px;margin:2em auto}}table{{border-collapse:collapse}}
@@ -194,6 +215,7 @@ td,th{{border:1px solid #ccc;padding:4px 8px;font-size:13px;vertical-align:top}}
 seed {data["seed"]}; family-wise alpha {data["alpha"]:g}; power {data["power"]:g}.
 {perf["generate_calls"]} generate calls, {perf["tokens"]} tokens, {perf["wall_seconds"]} s
 (harness share {perf["harness_share"]}). Reproduce: <code>{_html.escape(data["reproduce"])}</code></p>
+{notes}
 <table><tr><th>check</th><th>status</th><th>p-value</th><th>samples</th><th>calls</th><th>reason</th></tr>{rows}</table>
 <h2>Plots</h2>{pplot}{splot}{hists}
 </body></html>

@@ -2,9 +2,16 @@
 
 The engine runs in its own process (:class:`~verispec.conformance.proxy.EngineProxy`) with a
 time limit per request; a crash, a hang or a bad answer fails the check that met it, with
-the reason, and the run goes on. The run's false-alarm budget (default 1e-6) is split
-evenly over the statistical checks that run. Results are written to the report folder as
-each check finishes.
+the reason, and the run goes on. The run's false-alarm budget (default 1e-6) is split once,
+by a :class:`~verispec.stats.multiplicity.Budget`, evenly over the statistical checks that
+run; each check splits its share over its own tests and decides each at the alpha it was
+planned at. Results are written to the report folder as each check finishes.
+
+The run's verdict: ``fail`` if a check failed (an expected failure listed in the manifest
+does not count, and is reported as ``xfail``), ``error`` if verispec itself failed in a
+check, ``inconclusive`` when nothing passed or every statistical check that was asked for was
+skipped (an engine that declares no capability cannot be shown to keep the law), else
+``pass``.
 """
 
 from __future__ import annotations
@@ -18,11 +25,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verispec.conformance.checks import CHECKS, POWER, Check, CheckResult, Context
+from verispec.conformance.checks import POWER, Check, CheckResult, select
+from verispec.conformance.checks.context import Context
+from verispec.conformance.expected import (
+    ExpectedFailure,
+    for_engine,
+    load_expected_failures,
+    mark_expected,
+    unmatched,
+)
 from verispec.conformance.proxy import EngineError, EngineOutputError, EngineProxy
-from verispec.errors import UsageError, unknown_name
+from verispec.errors import UsageError
 from verispec.report.folder import ReportFolder
 from verispec.stats.constants import SUITE_ALPHA
+from verispec.stats.multiplicity import Budget
+from verispec.verdicts import Failure, RunVerdict, Status
 
 __all__ = ["DESIGNS", "ConformanceRun", "conform"]
 
@@ -40,40 +57,71 @@ class ConformanceRun:
     alpha: float
     quick: bool
     design: str = "planned"
+    selected: list[Check] = field(default_factory=list)
     results: list[CheckResult] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    budget: dict[str, Any] = field(default_factory=dict)
     wall_seconds: float = 0.0
     engine_seconds: float = 0.0
     startup_seconds: float = 0.0
     generate_calls: int = 0
     tokens: int = 0
     restarts: int = 0
+    expected_failures: str | None = None
     environment: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def verdict(self) -> str:
+    def inconclusive_reason(self) -> str | None:
+        """Why the passing checks do not add up to a pass, or ``None``."""
+        passed = [r for r in self.results if r.status == Status.PASS]
+        if not passed:
+            return "no check passed"
+        statistical = {c.name for c in self.selected if c.statistical}
+        if statistical and not any(r.name in statistical for r in passed):
+            return "every statistical check was skipped or expected to fail: the law was not tested"
+        return None
+
+    @property
+    def verdict(self) -> RunVerdict:
         statuses = {r.status for r in self.results}
-        if "fail" in statuses:
-            return "fail"
-        if "error" in statuses:
-            return "error"
-        return "pass"
+        if Status.FAIL in statuses:
+            return RunVerdict.FAIL
+        if Status.ERROR in statuses:
+            return RunVerdict.ERROR
+        if self.inconclusive_reason:
+            return RunVerdict.INCONCLUSIVE
+        return RunVerdict.PASS
+
+    @property
+    def reproduce(self) -> str:
+        return (
+            f"verispec conform --engine {self.engine} --seed {self.seed}"
+            + (" --quick" if self.quick else "")
+            + (" --design sequential" if self.design == "sequential" else "")
+            + f" --alpha {self.alpha:g}"
+            + (f" --expected-failures {self.expected_failures}" if self.expected_failures else "")
+        )
 
     def to_json(self) -> dict[str, Any]:
         running = self.wall_seconds - self.startup_seconds
         share = 1 - self.engine_seconds / running if running > 0 else None
         return {
-            "schema": "verispec.conformance/1",
+            "schema": "verispec.conformance/2",
             "engine": self.engine,
             "name": self.name,
             "capabilities": self.capabilities,
             "vocab_size": self.vocab_size,
             "device": self.device,
             "seed": self.seed,
+            "seeds": "each request's seed and prompt: BLAKE2b of (run seed, check, stream, index), 31 bits",
             "alpha": self.alpha,
             "power": POWER,
+            "budget": self.budget,
             "quick": self.quick,
             "design": self.design,
             "verdict": self.verdict,
+            "inconclusive": self.inconclusive_reason if self.verdict == RunVerdict.INCONCLUSIVE else None,
+            "warnings": self.warnings,
             "environment": self.environment,
             "performance": {
                 "wall_seconds": round(self.wall_seconds, 2),
@@ -89,21 +137,24 @@ class ConformanceRun:
                 "engine_restarts": self.restarts,
             },
             "checks": [r.to_json() for r in self.results],
-            "reproduce": f"verispec conform --engine {self.engine} --seed {self.seed}"
-            + (" --quick" if self.quick else "")
-            + (" --design sequential" if self.design == "sequential" else "")
-            + f" --alpha {self.alpha:g}",
+            "reproduce": self.reproduce,
         }
 
 
-def _select(names: Sequence[str] | None) -> list[Check]:
-    known = {c.name: c for c in CHECKS}
-    if not names:
-        return list(CHECKS)
-    for n in names:
-        if n not in known:
-            raise unknown_name("check", n, known)
-    return [known[n] for n in names]
+def _run_check(ctx: Context) -> CheckResult:
+    """One check; an engine that breaks fails it with the reason (its kind recorded apart from
+    detections), verispec breaking is an error, never a pass."""
+    try:
+        return ctx.check.run(ctx)
+    except EngineOutputError as exc:
+        return ctx.result(Status.FAIL, f"bad output: {exc}", failure=Failure.BAD_OUTPUT)
+    except EngineError as exc:
+        prefix = "engine misuse" if exc.failure == Failure.MISUSE else "engine error"
+        return ctx.result(Status.FAIL, f"{prefix}: {exc}", failure=exc.failure)
+    except UsageError as exc:  # the engine could not be restarted, or refused its own settings
+        return ctx.result(Status.FAIL, f"engine misuse: {exc}", failure=Failure.MISUSE)
+    except Exception as exc:  # the harness itself failed: an error, never a pass
+        return ctx.result(Status.ERROR, f"verispec error: {type(exc).__name__}: {exc}")
 
 
 def conform(
@@ -122,20 +173,28 @@ def conform(
     on_progress: Callable[[str, int, int], None] | None = None,
     design: str = "planned",
     threads: int | None = None,
+    expected_failures: str | os.PathLike[str] | Sequence[ExpectedFailure] | None = None,
 ) -> ConformanceRun:
     """Run the conformance checks on ``engine`` (a built-in name or ``module:factory``).
 
     ``design`` is ``"planned"`` (fixed sample sizes) or ``"sequential"`` (the first-token
     law stops at the first evidence); ``on_progress(check, done, planned)`` reports long
-    checks as they go; ``threads`` caps the engine process's CPU threads.
+    checks as they go; ``threads`` caps the engine process's CPU threads;
+    ``expected_failures`` is a manifest (a TOML path, or entries) of failures to report as
+    expected (:mod:`verispec.conformance.expected`).
     """
     from verispec.report import environment
 
-    if not 0 < alpha < 1:
-        raise UsageError(f"alpha={alpha!r} must be in (0, 1)")
+    budget = Budget(alpha)
     if design not in DESIGNS:
         raise UsageError(f"design={design!r} is not one of {', '.join(DESIGNS)}")
-    selected = _select(checks)
+    selected = select(checks)
+    manifest_path = None
+    if isinstance(expected_failures, str | os.PathLike):
+        manifest_path = str(expected_failures)
+        entries = load_expected_failures(expected_failures)
+    else:
+        entries = list(expected_failures or [])
     start = time.perf_counter()
     with EngineProxy(engine, device=device, options=options, timeout_s=timeout_s, threads=threads) as proxy:
         run = ConformanceRun(
@@ -143,16 +202,18 @@ def conform(
             proxy.name,
             sorted(proxy.capabilities),
             proxy.vocab_size,
-            device,
+            proxy.device_description,
             seed,
             alpha,
             quick,
             design,
-            environment=environment(),
+            selected=selected,
+            expected_failures=manifest_path,
+            environment=environment(proxy.device_description),
         )
+        listed = for_engine(entries, engine=engine, name=proxy.name)
         runnable = [c for c in selected if c.needs <= proxy.capabilities]
-        statistical = [c for c in runnable if c.statistical]
-        per_check = alpha / max(len(statistical), 1)
+        shares = budget.split([c.name for c in runnable if c.statistical])
         writer = _Writer(Path(out)) if out else None
         mismatch = _vocabulary_mismatch(proxy)
         for check in selected:
@@ -160,35 +221,29 @@ def conform(
                 on_start(check.name)
             missing = sorted(check.needs - proxy.capabilities)
             calls_before, t0 = proxy.calls, time.perf_counter()
-            if mismatch:
-                result = CheckResult(check.name, "fail", mismatch)
-            elif missing:
-                result = CheckResult(
-                    check.name, "skip", f"the engine lacks the capability {', '.join(missing)}"
-                )
+            ctx = Context(
+                proxy,
+                check,
+                quick,
+                seed,
+                shares.get(check.name),
+                design,
+                None if on_progress is None else functools.partial(on_progress, check.name),
+            )
+            if missing:
+                result = ctx.skipped(f"the engine lacks the capability {', '.join(missing)}")
+            elif mismatch and "target-logits" in check.needs:
+                result = ctx.result(Status.FAIL, mismatch, failure=Failure.BAD_OUTPUT)
             else:
-                ctx = Context(
-                    proxy,
-                    per_check if check.statistical else alpha,
-                    quick,
-                    seed,
-                    design,
-                    None if on_progress is None else functools.partial(on_progress, check.name),
-                )
-                try:
-                    result = check.run(ctx, check)
-                except EngineOutputError as exc:
-                    result = CheckResult(check.name, "fail", f"bad output: {exc}")
-                except EngineError as exc:
-                    result = CheckResult(check.name, "fail", f"engine error: {exc}")
-                except UsageError as exc:
-                    result = CheckResult(check.name, "fail", f"engine misuse: {exc}")
-                except Exception as exc:  # the harness itself failed: an error, never a pass
-                    result = CheckResult(check.name, "error", f"verispec error: {type(exc).__name__}: {exc}")
+                result = _run_check(ctx)
                 run.tokens += sum(len(c.tokens) for _, c in ctx.seen)
             result.generate_calls = proxy.calls - calls_before
             result.seconds = time.perf_counter() - t0
+            warning = mark_expected(result, listed)
+            if warning:
+                run.warnings.append(warning)
             run.results.append(result)
+            run.budget = budget.to_json()
             run.generate_calls, run.engine_seconds, run.restarts = proxy.calls, proxy.seconds, proxy.restarts
             run.startup_seconds = proxy.startup_seconds
             run.wall_seconds = time.perf_counter() - start
@@ -196,6 +251,7 @@ def conform(
                 writer.write(run, result)
             if on_result:
                 on_result(result)
+    run.warnings += unmatched(listed, [r.name for r in run.results])
     run.wall_seconds = time.perf_counter() - start
     if writer:
         writer.finish(run)
@@ -203,7 +259,10 @@ def conform(
 
 
 def _vocabulary_mismatch(proxy: EngineProxy) -> str | None:
-    """The engine's vocabulary against its baseline's: a mismatch fails every check."""
+    """The engine's vocabulary against its baseline's: a mismatch fails every check that
+    compares with the baseline. An engine without the baseline is not probed."""
+    if "target-logits" not in proxy.capabilities:
+        return None
     try:
         rows = proxy.logits_along("target", (3, 4), [5])
     except EngineError as exc:

@@ -111,10 +111,17 @@ def markdown(data: dict[str, Any]) -> str:
     lines += [table(["control", "outcome", "samples", *columns], rows), ""]
     lines += ["## Controls", ""]
     rows = [
-        [f"`{c['name']}`", c["layer"], c["bug"] or "", c["source"], c["mechanism"], f"`{c['reproduce']}`"]
+        [
+            f"`{c['name']}`",
+            c["layer"],
+            c.get("hook") or "",
+            c["source"],
+            c["mechanism"],
+            f"`{c['reproduce']}`",
+        ]
         for c in data["controls"]
     ]
-    lines += [table(["control", "layer", "engines.md", "source", "mechanism", "reproduce"], rows), ""]
+    lines += [table(["control", "layer", "seam replaced", "source", "mechanism", "reproduce"], rows), ""]
     lines += ["## Unmutated subjects (false-alarm record)", ""]
     rows = [
         [
@@ -191,7 +198,8 @@ def html(data: dict[str, Any]) -> str:
     ]
     details = "".join(
         "<tr>"
-        f"<td><code>{_html.escape(c['name'])}</code></td><td>{c['layer']}</td><td>{c['bug'] or ''}</td>"
+        f"<td><code>{_html.escape(c['name'])}</code></td><td>{c['layer']}</td>"
+        f"<td>{_html.escape(c.get('hook') or '')}</td>"
         f"<td>{_html.escape(c['source'])}</td><td>{_html.escape(c['mechanism'])}</td>"
         f"<td><code>{_html.escape(c['reproduce'])}</code></td></tr>"
         for c in data["controls"]
@@ -233,7 +241,7 @@ that caught it); the exact and SMT layers catch with one counterexample.</p>
 {"".join(subject_rows)}
 </table>
 <h2>Controls: sources and reproduction</h2>
-<table><tr><th>control</th><th>layer</th><th>engines.md</th><th>source</th><th>mechanism</th>
+<table><tr><th>control</th><th>layer</th><th>seam replaced</th><th>source</th><th>mechanism</th>
 <th>reproduce</th></tr>{details}</table>
 </body></html>
 """

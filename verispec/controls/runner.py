@@ -23,16 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verispec.controls.catalog import Control, Layer, catalog, for_engine
+from verispec.controls.mutants import LAYERS, Layer, Mutant, catalog, for_engine
 from verispec.errors import UsageError
 from verispec.report.folder import ReportFolder
 from verispec.stats.constants import SUITE_ALPHA
+from verispec.stats.multiplicity import Budget
+from verispec.verdicts import Outcome, RunVerdict, Status, SubjectOutcome, VerdictKind
 
 __all__ = ["Cell", "ControlResult", "ControlsRun", "SubjectResult", "run_controls"]
-
-LAYERS: tuple[Layer, ...] = ("verifier", "engine", "index")
-#: Reasons that mean the engine itself failed (crash, hang, unusable answer).
-_CRASH_PREFIXES = ("engine error:", "engine misuse:")
 
 
 @dataclass
@@ -40,7 +38,7 @@ class Cell:
     """One subject under one check: the check's own status and evidence."""
 
     check: str
-    status: str  # "fail" (the check flags it), "pass", "skip" or "error"
+    status: Status  # FAIL: the check flags it; PASS, SKIP or ERROR
     pvalue: float | None = None
     samples: int | None = None  # generate calls (engine) or instances (verifier)
     evidence: str = ""
@@ -59,7 +57,7 @@ class Cell:
 
 @dataclass
 class ControlResult:
-    control: Control
+    control: Mutant
     cells: list[Cell]
     seconds: float
 
@@ -67,23 +65,23 @@ class ControlResult:
     reproduce: str | None = None  # the command that repeats the catching run, where it differs
 
     @property
-    def outcome(self) -> str:
-        """``caught``, ``caught-by-crash``, ``error`` (a check errored and none caught it),
-        ``escaped``, or ``not-run`` (left out of a smoke run, with the reason)."""
+    def outcome(self) -> Outcome:
+        """Caught, caught by a crash, an error (a check errored and none caught it),
+        escaped, or not run (left out of a smoke run, with the reason)."""
         if self.not_run:
-            return "not-run"
-        if any(c.status == "fail" and not c.crash for c in self.cells):
-            return "caught"
-        if any(c.status == "fail" for c in self.cells):
-            return "caught-by-crash"
-        if any(c.status == "error" for c in self.cells):
-            return "error"
-        return "escaped"
+            return Outcome.NOT_RUN
+        if any(c.status == Status.FAIL and not c.crash for c in self.cells):
+            return Outcome.CAUGHT
+        if any(c.status == Status.FAIL for c in self.cells):
+            return Outcome.CAUGHT_BY_CRASH
+        if any(c.status == Status.ERROR for c in self.cells):
+            return Outcome.ERROR
+        return Outcome.ESCAPED
 
     @property
     def samples_to_detection(self) -> int | None:
         """The fewest samples a catching check used (generate calls for engine controls)."""
-        used = [c.samples for c in self.cells if c.status == "fail" and not c.crash and c.samples]
+        used = [c.samples for c in self.cells if c.status == Status.FAIL and not c.crash and c.samples]
         return min(used) if used else None
 
     def to_json(self) -> dict[str, Any]:
@@ -108,12 +106,12 @@ class SubjectResult:
     seconds: float = 0.0
 
     @property
-    def outcome(self) -> str:
-        if any(c.status == "fail" for c in self.cells):
-            return "flagged"
-        if any(c.status == "error" for c in self.cells):
-            return "error"
-        return "pass"
+    def outcome(self) -> SubjectOutcome:
+        if any(c.status == Status.FAIL for c in self.cells):
+            return SubjectOutcome.FLAGGED
+        if any(c.status == Status.ERROR for c in self.cells):
+            return SubjectOutcome.ERROR
+        return SubjectOutcome.PASS
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -137,19 +135,19 @@ class ControlsRun:
 
     @property
     def escaped(self) -> list[ControlResult]:
-        return [r for r in self.controls if r.outcome in ("escaped", "error")]
+        return [r for r in self.controls if r.outcome in (Outcome.ESCAPED, Outcome.ERROR)]
 
     @property
     def not_run(self) -> list[ControlResult]:
-        return [r for r in self.controls if r.outcome == "not-run"]
+        return [r for r in self.controls if r.outcome == Outcome.NOT_RUN]
 
     @property
     def flagged(self) -> list[SubjectResult]:
-        return [s for s in self.subjects if s.outcome != "pass"]
+        return [s for s in self.subjects if s.outcome != SubjectOutcome.PASS]
 
     @property
-    def verdict(self) -> str:
-        return "fail" if self.escaped or self.flagged else "pass"
+    def verdict(self) -> RunVerdict:
+        return RunVerdict.FAIL if self.escaped or self.flagged else RunVerdict.PASS
 
     def detection_summary(self) -> dict[str, Any]:
         engine = [r.samples_to_detection for r in self.controls if r.control.layer == "engine"]
@@ -187,16 +185,19 @@ class ControlsRun:
 # ------------------------------------------------------------------------------ layers
 
 
+#: A proof verdict as a control's cell: a refutation is the detection.
+_CELL_STATUS = {VerdictKind.REFUTED: Status.FAIL, VerdictKind.PROVED: Status.PASS}
+
+
 def _prove_cell(result: Any) -> Cell:
-    status = {"refuted": "fail", "proved": "pass"}.get(result.verdict, "error")
+    status = _CELL_STATUS.get(result.verdict, Status.ERROR)
     evidence = result.counterexample_text or result.reason or result.scope or ""
     # a refutation is one exact counterexample, not a sample count
     return Cell("exact-checker", status, evidence=str(evidence)[:400])
 
 
 def _smt_cell(result: Any) -> Cell:
-    kind = result.result.verdict.kind
-    status = {"refuted": "fail", "proved": "pass"}.get(kind, "error")
+    status = _CELL_STATUS.get(result.result.verdict.kind, Status.ERROR)
     cx = result.result.counterexample
     return Cell("smt", status, evidence=json.dumps(cx, sort_keys=True)[:400] if cx else "")
 
@@ -209,7 +210,7 @@ def _conformance_cells(run: Any) -> list[Cell]:
             r.pvalue,
             r.generate_calls,
             r.reason[:400],
-            crash=r.status == "fail" and r.reason.startswith(_CRASH_PREFIXES),
+            crash=r.status == Status.FAIL and r.failure is not None and r.failure.is_engine_breaking,
         )
         for r in run.results
     ]
@@ -218,7 +219,7 @@ def _conformance_cells(run: Any) -> list[Cell]:
 def _broken(exc: Exception) -> Cell:
     """The cell of an engine run that could not be carried out (the engine would not start,
     the harness failed): an error, with the reason."""
-    return Cell("conformance-run", "error", evidence=f"{type(exc).__name__}: {exc}"[:400])
+    return Cell("conformance-run", Status.ERROR, evidence=f"{type(exc).__name__}: {exc}"[:400])
 
 
 def _merge(cells: list[Cell], order: list[str]) -> list[Cell]:
@@ -231,9 +232,9 @@ def _merge(cells: list[Cell], order: list[str]) -> list[Cell]:
             merged[cell.check] = cell
             continue
         total = (before.samples or 0) + (cell.samples or 0)
-        if before.status == "fail":
+        if before.status == Status.FAIL:
             merged[cell.check] = Cell(
-                before.check, "fail", before.pvalue, total, before.evidence, before.crash
+                before.check, Status.FAIL, before.pvalue, total, before.evidence, before.crash
             )
         else:
             evidence = f"at full size, after {before.samples} quick-size samples: {cell.evidence}"
@@ -271,11 +272,7 @@ def run_controls(
     (the main job has them).
     """
 
-    for layer in layers:
-        if layer not in LAYERS:
-            raise UsageError(f"layer={layer!r} is not one of {', '.join(LAYERS)}")
-    if not 0 < alpha < 1:
-        raise UsageError(f"alpha={alpha!r} must be in (0, 1)")
+    alpha = Budget(alpha).total  # validated in one place
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise UsageError(f"jobs={jobs!r} must be a positive integer")
     full = (not quick) if full_matrix is None else full_matrix
@@ -303,7 +300,7 @@ def run_controls(
             budget = ProveBudget.quick() if quick else ProveBudget()
             prove_results = prove(registry.names(), budget, jobs=jobs)
         for r in prove_results:
-            if r.kind == "control":
+            if r.kind == "control":  # a verifier registered as a control
                 control = next(c for c in by_layer["verifier"] if c.subject == r.name)
                 record(ControlResult(control, [_prove_cell(r)], r.seconds))
             else:
@@ -313,7 +310,7 @@ def run_controls(
 
         for r in smt_results if smt_results is not None else run_catalog():
             seconds = getattr(r.result, "seconds", 0.0)
-            if r.entry.expected == "refuted":
+            if r.entry.expected == VerdictKind.REFUTED:
                 control = next(c for c in by_layer["index"] if c.subject == r.entry.name)
                 record(ControlResult(control, [_smt_cell(r)], seconds))
             else:
@@ -331,7 +328,7 @@ def run_controls(
 
 
 def _run_engine_controls(
-    controls: list[Control],
+    controls: list[Mutant],
     record: Callable[[ControlResult | SubjectResult], None],
     *,
     alpha: float,
@@ -342,11 +339,11 @@ def _run_engine_controls(
     """The engine layer: every mutant first, then each unmutated subject through the same
     checks at the same sizes its mutants needed (so the false-alarm record is on the tests
     that did the catching). Results are recorded as they complete."""
-    from verispec.conformance.checks import CHECKS
+    from verispec.conformance.checks import checks
     from verispec.conformance.runner import conform
 
-    statistical_checks = {c.name for c in CHECKS if c.statistical}
-    check_order = [c.name for c in CHECKS]
+    statistical_checks = {c.name for c in checks() if c.statistical}
+    check_order = [c.name for c in checks()]
     # engines run side by side share the cores: one engine's threads each, not all of them
     threads = max(1, (os.cpu_count() or 1) // jobs) if jobs > 1 else None
     escalated: dict[str, set[str]] = {}  # subject -> checks some mutant needed at full size
@@ -365,7 +362,7 @@ def _run_engine_controls(
         # at quick sizes
         common = dict(alpha=alpha, options=options, threads=threads)
         runs = [conform(subject, quick=True, checks=main, design="sequential", **common)] if main else []  # type: ignore[arg-type]
-        caught = any(r.status == "fail" for run in runs for r in run.results)
+        caught = any(r.status == Status.FAIL for run in runs for r in run.results)
         bigger = escalate(caught)
         if bigger:
             runs.append(conform(subject, quick=False, checks=bigger, design="sequential", **common))  # type: ignore[arg-type]
@@ -374,10 +371,10 @@ def _run_engine_controls(
             runs.append(conform(subject, quick=True, checks=rest, **common))  # type: ignore[arg-type]
         return _merge([cell for r in runs for cell in _conformance_cells(r)], check_order)
 
-    def mutant(control: Control) -> ControlResult:
+    def mutant(control: Mutant) -> ControlResult:
         t0 = time.perf_counter()
         subject = control.engine or "reference"
-        main = declared(set(control.expected))
+        main = declared(set(control.caught_by))
 
         at_full: list[str] = []  # the checks run again at full sizes (the quick run missed it)
 
@@ -399,7 +396,7 @@ def _run_engine_controls(
 
     def unmutated(subject: str) -> SubjectResult:
         t0 = time.perf_counter()
-        main = declared({n for c in controls if (c.engine or "reference") == subject for n in c.expected})
+        main = declared({n for c in controls if (c.engine or "reference") == subject for n in c.caught_by})
         needed = [n for n in main if n in escalated.get(subject, set())]
         try:
             cells = conformance(subject, None, main, lambda caught: needed)
@@ -409,7 +406,7 @@ def _run_engine_controls(
 
     runnable = []
     for c in controls:
-        if declared(set(c.expected)) or full:
+        if declared(set(c.caught_by)) or full:
             runnable.append(c)
         else:
             reason = "its declared checks are statistical: left out of the smoke run"

@@ -6,7 +6,8 @@ seed seeds torch's global generator before each call (``generate`` samples from 
 is why audits run engines in their own process.
 
 ``make_hf_assisted(mutations=[...])`` plants a known bug by patching transformers' own code
-(:data:`MUTATIONS`), for the negative controls. The patch lives only in the engine's process.
+(the ``hf-assisted`` records of :mod:`verispec.controls.mutants`), for the negative controls.
+The patch lives only in the engine's process.
 """
 
 from __future__ import annotations
@@ -14,63 +15,17 @@ from __future__ import annotations
 from typing import Any
 
 from verispec.engines.protocol import Completion, Request
+from verispec.engines.registry import builtin_engine
 
-__all__ = ["MUTATIONS", "HFAssistedEngine", "HFLookupEngine"]
+__all__ = ["HFAssistedEngine", "HFLookupEngine", "make_hf_assisted", "make_hf_lookup"]
 
-#: Planted bugs of the assisted-generation adapter: name -> what the patch does.
-MUTATIONS = {
-    "softmax-residual": "transformers' verification step with softmax(clamp(p - q, 0)) as the residual "
-    "(the bug transformers PR #28508 fixed)",
-    "greedy-draft-softmax-q": "the assistant drafts by argmax while verification uses the softmax of its "
-    "logits as q (transformers #32867)",
-}
-
-
-def _softmax_residual_sampling(
-    candidate_input_ids: Any, candidate_logits: Any, candidate_length: int, new_logits: Any, **_: Any
-) -> tuple[Any, Any]:
-    """transformers' ``_speculative_sampling`` for one row, with the residual passed through
-    softmax instead of divided by its sum."""
-    import torch
-
-    drafted = candidate_input_ids[:, -candidate_length:]
-    q = candidate_logits.softmax(dim=-1)
-    p = new_logits.softmax(dim=-1)
-    rows = torch.arange(candidate_length)
-    ratio = p[0, rows, drafted[0]] / q[0, rows, drafted[0]]
-    accepted = torch.rand_like(ratio) <= ratio
-    n = int(((~accepted).cumsum(dim=-1) < 1).sum())
-    full = n == candidate_logits.shape[1]
-    law = p[:, n] if full else torch.clamp(p[:, n] - q[:, n], min=0).softmax(dim=-1)  # the bug
-    token = torch.multinomial(law, num_samples=1)
-    return torch.cat((drafted[:, :n], token), dim=-1), torch.tensor(n)
-
-
-def _plant(mutations: Any) -> None:
-    """Patch transformers in this process (the engine's worker) with the named bugs."""
-    from verispec.errors import unknown_name
-
-    for m in mutations:
-        if m not in MUTATIONS:
-            raise unknown_name("mutation", m, MUTATIONS)
-    if "softmax-residual" in mutations:
-        import transformers.generation.utils as generation
-
-        generation._speculative_sampling = _softmax_residual_sampling  # type: ignore[assignment]
-    if "greedy-draft-softmax-q" in mutations:
-        from transformers.generation.candidate_generator import AssistedCandidateGenerator
-
-        original = AssistedCandidateGenerator.__init__
-
-        def drafts_greedily(self: Any, *args: Any, **kwargs: Any) -> None:
-            original(self, *args, **kwargs)
-            self.generation_config.do_sample = False  # the bug: q stays the softmax of the logits
-
-        AssistedCandidateGenerator.__init__ = drafts_greedily  # type: ignore[method-assign]
+#: What both adapters declare: transformers' generate takes one request at a time and reports
+#: no rounds; its drafts cannot be scripted.
+HF_CAPABILITIES = ("target-logits", "non-speculative", "seeded")
 
 
 class _HFEngine:
-    capabilities = frozenset({"non-speculative", "seeded"})
+    capabilities = frozenset(HF_CAPABILITIES)
 
     def __init__(self, target: Any, *, gamma: int = 3, name: str) -> None:
         import torch
@@ -80,6 +35,7 @@ class _HFEngine:
         self.gamma = gamma
         self.name = name
         self.vocab_size = int(target.config.vocab_size)
+        self.device = str(target.device)
 
     def target_logits(self, prefixes: list[tuple[int, ...]]) -> Any:
         torch = self.torch
@@ -95,9 +51,9 @@ class _HFEngine:
             )
 
     def target_logits_along(self, prompt: Any, tokens: Any) -> Any:
-        from verispec.engines.reference import _along
+        from verispec.engines.reference import along
 
-        return _along(self.target, prompt, tokens)
+        return along(self.target, prompt, tokens)
 
     def _kwargs(self, request: Request) -> dict[str, Any]:
         s = request.sampling
@@ -159,12 +115,21 @@ class HFLookupEngine(_HFEngine):
         return {"prompt_lookup_num_tokens": self.gamma}
 
 
+@builtin_engine(
+    "hf-assisted",
+    summary="transformers' assisted generation (generate with assistant_model) on a tiny seeded pair",
+    extra="transformers",
+    capabilities=HF_CAPABILITIES,
+)
 def make_hf_assisted(
     *, size: str = "ci", seed: int = 0, gamma: int = 3, device: str = "cpu", mutations: Any = ()
 ) -> HFAssistedEngine:
+    """transformers' assisted generation, with the planted bugs ``mutations`` patched into
+    transformers in this process."""
+    from verispec.controls.mutants import plant
     from verispec.engines.tiny import tiny_pair
 
-    _plant(mutations)
+    plant("hf-assisted", mutations)
     pair = tiny_pair(size, seed=seed, device=device)
     engine = HFAssistedEngine(pair.target, pair.draft, gamma=gamma)
     if mutations:
@@ -172,6 +137,12 @@ def make_hf_assisted(
     return engine
 
 
+@builtin_engine(
+    "hf-lookup",
+    summary="transformers' prompt lookup decoding (generate with prompt_lookup_num_tokens)",
+    extra="transformers",
+    capabilities=HF_CAPABILITIES,
+)
 def make_hf_lookup(*, size: str = "ci", seed: int = 0, gamma: int = 3, device: str = "cpu") -> HFLookupEngine:
     from verispec.engines.tiny import tiny_pair
 

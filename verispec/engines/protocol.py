@@ -4,18 +4,7 @@ An engine generates for a batch of requests and returns tokens and finish reason
 declares optional capabilities; a check that needs a capability the engine lacks is
 skipped with a stated reason, never passed silently.
 
-Capabilities:
-
-* ``scripted-drafts``: accepts a draft script (``{"kind": "forced-rejection", "position":
-  j}`` or ``{"kind": "full-acceptance"}``) that puts the first rejection at a chosen
-  position (with a truncating sampler: top-k leaves zero-probability tokens to propose);
-* ``round-stats``: reports, per round, the committed length at its start, the accepted
-  count and the committed count;
-* ``non-speculative``: can decode without speculation (``Request.speculative = False``);
-* ``seeded``: the same request with the same seed gives the same tokens;
-* ``draft-model``: exposes the draft model's conditionals (for acceptance accounting);
-* ``batch``: generates a batch in one call (with ragged acceptance);
-* ``penalties``: applies ``Sampling.frequency_penalty`` (without it, no request carries one).
+The capabilities, and what an engine that declares one promises, are :data:`CAPABILITIES`.
 
 The baseline is the target model's own token-by-token conditionals (a plain forward pass),
 served by the engine process but computed with the plain model, never the engine's path.
@@ -40,15 +29,26 @@ __all__ = [
     "Sampling",
 ]
 
-CAPABILITIES = (
-    "scripted-drafts",
-    "round-stats",
-    "non-speculative",
-    "seeded",
-    "draft-model",
-    "batch",
-    "penalties",
-)
+#: Every optional capability, with what an engine that declares it promises.
+CAPABILITIES: dict[str, str] = {
+    "target-logits": "exposes the target's own next-token logits from a plain forward pass "
+    "(`target_logits_along(prompt, tokens)` or `target_logits(prefixes)`), the token-by-token "
+    "baseline; without it no check can compare the output with the target's law",
+    "scripted-drafts": 'honours `Request.script`: `{"kind": "forced-rejection", "position": j}` puts '
+    "the first rejection at draft `j` (the drafts before it are drawn from the target's own law, so "
+    "they are accepted; the draft at `j` is a token the target cannot emit under top-k); "
+    '`{"kind": "full-acceptance"}` accepts every draft',
+    "round-stats": "fills `Completion.rounds`: per round, the committed length at its start, the "
+    "accepted and the committed count, and the drafts",
+    "non-speculative": "`Request(speculative=False)` decodes token by token with the same model",
+    "seeded": "the same request and seed give the same tokens",
+    "draft-model": "exposes the draft model's logits (`draft_logits_along` or `draft_logits`)",
+    "batch": "`generate` takes several requests at once and gives each row its own tokens, however "
+    "ragged the rows' lengths and acceptance",
+    "penalties": "applies `Sampling.frequency_penalty` on every path (every logit lowered by the "
+    "penalty times the count of its token among the tokens generated so far; the prompt does not "
+    "count); without it no request carries a penalty",
+}
 
 
 @dataclass(frozen=True)
@@ -175,14 +175,17 @@ class Completion:
 
 @runtime_checkable
 class Engine(Protocol):
-    """What ``--engine module:factory`` must return."""
+    """What ``--engine module:factory`` must return.
+
+    Optional methods go with the capabilities that declare them: ``target_logits(prefixes)``
+    or ``target_logits_along(prompt, tokens)`` with ``target-logits`` (raw next-token logits
+    of the target from a plain forward pass: after each prefix, or predicting each of
+    ``tokens`` after ``prompt``), and ``draft_logits`` or ``draft_logits_along`` with
+    ``draft-model``.
+    """
 
     name: str
     vocab_size: int
     capabilities: frozenset[str]
 
     def generate(self, requests: list[Request]) -> list[Completion]: ...
-
-    def target_logits(self, prefixes: list[tuple[int, ...]]) -> Any:
-        """Raw next-token logits of the target after each prefix (plain forward pass)."""
-        ...

@@ -34,10 +34,11 @@ from verispec.exact.search import (
     random_tree_instances,
 )
 from verispec.exact.symbolic import TheoremResult, theorems_for
+from verispec.verdicts import RunVerdict, VerdictKind
 from verispec.verifiers import registry
 from verispec.verifiers.trees import LAWS
 
-__all__ = ["ProveBudget", "ProveResult", "law_matrix", "prove", "prove_one"]
+__all__ = ["ProveBudget", "ProveResult", "law_matrix", "prove", "prove_one", "prove_verdict"]
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ class ProveResult:
 
     name: str
     kind: str
-    verdict: str
+    verdict: VerdictKind
     instances: int
     seconds: float
     summary: str
@@ -124,8 +125,8 @@ class ProveResult:
     laws: dict[str, dict[str, Any]] | None = None
 
     @property
-    def expected_verdict(self) -> str:
-        return "proved" if self.kind == "exact" else "refuted"
+    def expected_verdict(self) -> VerdictKind:
+        return VerdictKind.PROVED if self.kind == "exact" else VerdictKind.REFUTED
 
     @property
     def ok(self) -> bool:
@@ -213,7 +214,7 @@ def _campaigns(entry: registry.Verifier, budget: ProveBudget) -> list[_Campaign]
 def _prove_exact(entry: registry.Verifier, budget: ProveBudget) -> ProveResult:
     start = time.perf_counter()
     base = ProveResult(
-        entry.name, entry.kind, "unknown", 0, 0.0, entry.summary, entry.source, family=entry.family
+        entry.name, entry.kind, VerdictKind.UNKNOWN, 0, 0.0, entry.summary, entry.source, family=entry.family
     )
     checked = multi = 0
 
@@ -228,7 +229,7 @@ def _prove_exact(entry: registry.Verifier, budget: ProveBudget) -> ProveResult:
 
     def refuted(note: str, cx: Any) -> ProveResult:
         return done(
-            verdict="refuted",
+            verdict=VerdictKind.REFUTED,
             reason=note,
             counterexample=cx.to_json(),
             counterexample_text=cx.format(),
@@ -244,14 +245,15 @@ def _prove_exact(entry: registry.Verifier, budget: ProveBudget) -> ProveResult:
             except NonConformance as exc:
                 checked += 1
                 return done(
-                    verdict="refuted",
+                    verdict=VerdictKind.REFUTED,
                     reason=f"the verifier broke the round contract on {instance.describe()}: {exc}",
                 )
             checked += 1
             here += 1
             if not check.decided:
                 return done(
-                    verdict="unknown", reason=f"certified arithmetic could not decide {instance.describe()}"
+                    verdict=VerdictKind.UNKNOWN,
+                    reason=f"certified arithmetic could not decide {instance.describe()}",
                 )
             if not check.exact:
                 what = "round law" if not check.law_exact else "round accounting"
@@ -269,7 +271,7 @@ def _prove_exact(entry: registry.Verifier, budget: ProveBudget) -> ProveResult:
             if not mr.exact:
                 worst = mr.discrepancies[0] if mr.discrepancies else None
                 return done(
-                    verdict="refuted",
+                    verdict=VerdictKind.REFUTED,
                     reason=(
                         f"the law of the first {budget.multi_round_tokens} tokens differs from the "
                         f"target's (TV {float(mr.tv_distance):.6g}) on {instance.describe()}"
@@ -295,7 +297,7 @@ def _prove_exact(entry: registry.Verifier, budget: ProveBudget) -> ProveResult:
     if any(not t.verdict.passed for t in theorems):
         failed = [t.name for t in theorems if not t.verdict.passed]
         return done(
-            verdict="unknown",
+            verdict=VerdictKind.UNKNOWN,
             reason=f"symbolic theorem(s) not proved: {', '.join(failed)}",
             theorems=theorem_json,
         )
@@ -304,7 +306,7 @@ def _prove_exact(entry: registry.Verifier, budget: ProveBudget) -> ProveResult:
         scope += "; symbolic: " + "; ".join(f"{t.name} [{t.prover}]" for t in theorems)
     matrix = law_matrix(entry, budget) if isinstance(entry, registry.TreeVerifier) else None
     return done(
-        verdict="proved",
+        verdict=VerdictKind.PROVED,
         proof="symbolic" if any(t.general for t in theorems) else "bounded",
         scope=scope,
         theorems=theorem_json,
@@ -351,7 +353,7 @@ def _refute_control(entry: registry.Verifier, budget: ProveBudget) -> ProveResul
     start = time.perf_counter()
     cx = find_counterexample(entry, max_examples=budget.control_search_examples)
     base = ProveResult(
-        entry.name, entry.kind, "unknown", 0, 0.0, entry.summary, entry.source, family=entry.family
+        entry.name, entry.kind, VerdictKind.UNKNOWN, 0, 0.0, entry.summary, entry.source, family=entry.family
     )
     if cx is None:
         return replace(
@@ -367,7 +369,7 @@ def _refute_control(entry: registry.Verifier, budget: ProveBudget) -> ProveResul
     )
     return replace(
         base,
-        verdict="refuted",
+        verdict=VerdictKind.REFUTED,
         instances=1,
         reason=reason,
         counterexample=cx.to_json(),
@@ -432,3 +434,14 @@ def prove(
                 if on_result:
                     on_result(result)
     return [results[name] for name in selected]
+
+
+def prove_verdict(results: Iterable[ProveResult]) -> RunVerdict:
+    """Fail when an exact verifier is refuted; inconclusive when anything else is not as
+    expected (a control the search did not refute, a theorem the prover could not settle)."""
+    results = list(results)
+    if any(r.verdict == VerdictKind.REFUTED and r.kind == "exact" for r in results):
+        return RunVerdict.FAIL
+    if any(not r.ok for r in results):
+        return RunVerdict.INCONCLUSIVE
+    return RunVerdict.PASS

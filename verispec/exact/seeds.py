@@ -24,7 +24,15 @@ from verispec.exact.criterion import check_round, expected_accepted, round_law
 from verispec.verifiers import registry
 from verispec.verifiers.instance import ChainInstance
 
-__all__ = ["SeedCheck", "all_seed_checks", "assert_reproduced", "print_seed_check"]
+__all__ = [
+    "SeedCheck",
+    "all_seed_checks",
+    "assert_reproduced",
+    "print_seed_check",
+    "seed_check",
+    "seed_check_proofs",
+    "seed_checks",
+]
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,31 @@ class SeedCheck:
             "expected": self.expected,
             "computed": self.computed,
         }
+
+
+#: Every seed check, in the order declared: (the check, the file in ``proofs/`` that states it).
+_SEED_CHECKS: list[tuple[Callable[[], SeedCheck], str]] = []
+
+
+def seed_check(*, proof: str) -> Callable[[Callable[[], SeedCheck]], Callable[[], SeedCheck]]:
+    """Register the decorated function as a seed check; ``proof`` is the ``proofs/`` file
+    that states the numbers in words and asserts them."""
+
+    def register(fn: Callable[[], SeedCheck]) -> Callable[[], SeedCheck]:
+        _SEED_CHECKS.append((fn, proof))
+        return fn
+
+    return register
+
+
+def seed_checks() -> list[Callable[[], SeedCheck]]:
+    """The registered seed checks, in declaration order."""
+    return [fn for fn, _ in _SEED_CHECKS]
+
+
+def seed_check_proofs() -> list[tuple[str, str]]:
+    """``(check name, proofs/ file)`` for every registered seed check."""
+    return [(fn.__name__, proof) for fn, proof in _SEED_CHECKS]
 
 
 def _frac(values: Sequence[str]) -> tuple[Fraction, ...]:
@@ -96,6 +129,7 @@ def _tokens_per_round(alpha: Fraction, gamma: int) -> Fraction:
     return sum((alpha**i for i in range(gamma + 1)), Fraction(0))
 
 
+@seed_check(proof="thm_three_token_example.py")
 def three_token_example() -> SeedCheck:
     p, q = _frac(["0.5", "0.3", "0.2"]), _frac(["0.2", "0.2", "0.6"])
     accept = [min(Fraction(1), px / qx) for px, qx in zip(p, q, strict=True)]
@@ -135,6 +169,7 @@ def three_token_example() -> SeedCheck:
     )
 
 
+@seed_check(proof="thm_expected_tokens.py")
 def expected_tokens_example() -> SeedCheck:
     value = _tokens_per_round(Fraction(3, 5), 3)
     return SeedCheck(
@@ -171,6 +206,7 @@ def _article_simulation() -> tuple[list[float], float, dict[tuple[float, int], f
     return freqs, float(accept.mean()), sims
 
 
+@seed_check(proof="thm_six_token_example.py")
 def six_token_example() -> SeedCheck:
     p = _frac(["0.40", "0.25", "0.15", "0.10", "0.07", "0.03"])
     q = _frac(["0.10", "0.10", "0.30", "0.30", "0.10", "0.10"])
@@ -216,6 +252,7 @@ _FORMULA_TABLE = {
 }
 
 
+@seed_check(proof="thm_formula_table.py")
 def formula_table() -> SeedCheck:
     _, _, sims = _article_simulation()
     expected: dict[str, str] = {}
@@ -247,6 +284,7 @@ _SPEEDUP_TABLE = {
 _DRAFT_COSTS = ("0", "0.05", "0.1", "0.3")
 
 
+@seed_check(proof="thm_speedup_table.py")
 def speedup_table() -> SeedCheck:
     expected: dict[str, str] = {}
     computed: dict[str, str] = {}
@@ -267,6 +305,7 @@ def speedup_table() -> SeedCheck:
     )
 
 
+@seed_check(proof="thm_derived_arithmetic.py")
 def derived_numbers() -> SeedCheck:
     """The remaining arithmetic of the derived article."""
     pair = {k: _tokens_per_round(Fraction(3, 4), k) / (k * Fraction(32, 100) + 1) for k in range(1, 9)}
@@ -313,6 +352,7 @@ def _over_ninths(value: Fraction) -> str:
     return f"{ninths.numerator}/9" if ninths.denominator == 1 else str(value)
 
 
+@seed_check(proof="thm_block_toy_example.py")
 def block_toy_example() -> SeedCheck:
     target, draft = _frac(["1/3", "2/3"]), _frac(["2/3", "1/3"])
     instance = ChainInstance(FixedModel(target), FixedModel(draft), gamma=2)
@@ -329,7 +369,7 @@ def block_toy_example() -> SeedCheck:
             joint += min(ps, qs)
     return SeedCheck(
         "block verification toy example",
-        "Sun et al. 2025, Section 2 (verifiers.md section 2)",
+        "Sun et al., Block Verification Accelerates Speculative Decoding, ICLR 2025, Section 2",
         "Context-free M_b = (1/3, 2/3), M_s = (2/3, 1/3), gamma = 2: the expected number of "
         "accepted drafts is 10/9 for token-level verification, 11/9 for block verification "
         "(which is also round-exact), and the unattainable joint bound is 12/9.",
@@ -343,6 +383,7 @@ def block_toy_example() -> SeedCheck:
     )
 
 
+@seed_check(proof="thm_argmax_softmax_q.py")
 def known_bug_examples() -> SeedCheck:
     hf = _first_token_law("greedy-draft-softmax-q", _frac(["0.6", "0.4"]), _frac(["0.8", "0.2"]))
     jaymody = _first_token_law(
@@ -350,24 +391,12 @@ def known_bug_examples() -> SeedCheck:
     )
     return SeedCheck(
         "argmax drafting with a softmax q",
-        "huggingface/transformers #32867; jaymody/speculative-sampling #3 (engines.md, verifiers.md)",
+        "huggingface/transformers #32867; jaymody/speculative-sampling #3",
         "Greedy drafting while the ratio uses the softmax q turns p = (0.6, 0.4), q = (0.8, 0.2) "
         "into (0.75, 0.25), and p = (1/6, 1/3, 1/2), q = (1/2, 1/3, 1/6) into (1/3, 0, 2/3).",
         expected={"transformers #32867": "(0.75, 0.25)", "jaymody #3": "(1/3, 0, 2/3)"},
         computed={"transformers #32867": _row([float(v) for v in hf]), "jaymody #3": _row(jaymody)},
     )
-
-
-SEED_CHECKS: tuple[Callable[[], SeedCheck], ...] = (
-    three_token_example,
-    expected_tokens_example,
-    six_token_example,
-    formula_table,
-    speedup_table,
-    derived_numbers,
-    block_toy_example,
-    known_bug_examples,
-)
 
 
 def assert_reproduced(result: SeedCheck) -> None:
@@ -385,4 +414,4 @@ def print_seed_check(result: SeedCheck) -> None:
 
 def all_seed_checks() -> list[SeedCheck]:
     """Run every seed check."""
-    return [check() for check in SEED_CHECKS]
+    return [check() for check in seed_checks()]

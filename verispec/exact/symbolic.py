@@ -24,6 +24,7 @@ target's law (the chain rule).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from collections.abc import Callable
@@ -33,11 +34,14 @@ from typing import Any
 from verispec.verdicts import Proved, Unknown, Verdict
 
 __all__ = [
+    "Theorem",
     "TheoremResult",
     "geometric_identity",
     "point_mass_lemma",
     "rrs_node_lemma",
     "tail_sum_identity",
+    "theorem",
+    "theorems",
     "theorems_for",
     "token_level_case_split",
     "token_level_lemma",
@@ -68,6 +72,39 @@ class TheoremResult:
         }
 
 
+@dataclass(frozen=True)
+class Theorem:
+    """A registered theorem: the call that checks it, the verifiers whose proof it extends
+    to every vocabulary size (none: a general identity), and its ``proofs/`` file."""
+
+    name: str
+    run: Callable[[], TheoremResult]
+    verifiers: tuple[str, ...]
+    proof: str
+
+
+_THEOREMS: list[Theorem] = []
+
+#: Vocabulary sizes of the case-split and z3 proofs.
+CASE_SPLIT_VOCABS = (2, 3, 4, 5)
+Z3_VOCABS = (2, 3, 4)
+
+
+def theorem(
+    *, proof: str, verifiers: tuple[str, ...] = (), cases: tuple[Any, ...] | None = None
+) -> Callable[[Callable[..., TheoremResult]], Callable[..., TheoremResult]]:
+    """Register the decorated theorem (once per case of ``cases``, its first argument)."""
+
+    def register(fn: Callable[..., TheoremResult]) -> Callable[..., TheoremResult]:
+        if cases is None:
+            _THEOREMS.append(Theorem(fn.__name__, fn, verifiers, proof))
+        for case in cases or ():
+            _THEOREMS.append(Theorem(f"{fn.__name__}({case})", functools.partial(fn, case), verifiers, proof))
+        return fn
+
+    return register
+
+
 def _timed(
     name: str, statement: str, prover: str, body: Callable[[], Verdict], *, general: bool = False
 ) -> TheoremResult:
@@ -79,6 +116,7 @@ def _timed(
     return TheoremResult(name, statement, prover, verdict, time.perf_counter() - start, general)
 
 
+@theorem(verifiers=("token-level",), proof="thm_token_level_lemma.py")
 def token_level_lemma() -> TheoremResult:
     """One position of speculative sampling outputs ``p``, for any vocabulary size."""
     statement = (
@@ -125,6 +163,7 @@ def _token_level_output(mins: Any, maxs: Any, beta: Any, r: Any, p: Any, k: int)
     return mins[k] + (1 - beta) * maxs[k] / r
 
 
+@theorem(verifiers=("token-level",), proof="thm_token_level_lemma.py", cases=CASE_SPLIT_VOCABS)
 def token_level_case_split(
     vocab_size: int, *, output: Callable[..., Any] = _token_level_output
 ) -> TheoremResult:
@@ -177,6 +216,7 @@ def _token_level_output_times_r(mins: Any, maxs: Any, beta: Any, r: Any, p: Any,
     return mins[k] * r + (1 - beta) * maxs[k]
 
 
+@theorem(verifiers=("token-level",), proof="thm_token_level_lemma.py", cases=Z3_VOCABS)
 def token_level_z3(
     vocab_size: int,
     *,
@@ -225,6 +265,7 @@ def token_level_z3(
     return _timed(f"token-level lemma (V={vocab_size}, z3)", statement, "z3", body)
 
 
+@theorem(verifiers=("point-mass", "point-mass-tree"), proof="thm_point_mass_lemma.py")
 def point_mass_lemma() -> TheoremResult:
     """Point-mass verification at one position outputs ``p``, for any vocabulary size."""
     statement = (
@@ -247,6 +288,7 @@ def point_mass_lemma() -> TheoremResult:
     return _timed("point-mass lemma (any V)", statement, "sympy", body, general=True)
 
 
+@theorem(verifiers=("mss", "rrs-without-replacement", "point-mass-tree"), proof="thm_rrs_node_lemma.py")
 def rrs_node_lemma() -> TheoremResult:
     """Recursive rejection at one tree node outputs the target law, with or without replacement."""
     statement = (
@@ -302,6 +344,7 @@ def rrs_node_lemma() -> TheoremResult:
     return _timed("recursive rejection node lemma (any V, any m)", statement, "sympy", body, general=True)
 
 
+@theorem(proof="thm_expected_length_identities.py")
 def geometric_identity() -> TheoremResult:
     """Expected tokens per round under i.i.d. acceptance ``alpha``: ``(1 - alpha^(g+1)) / (1 - alpha)``."""
     statement = (
@@ -332,6 +375,7 @@ def geometric_identity() -> TheoremResult:
     return _timed("geometric identity", statement, "sympy", body)
 
 
+@theorem(proof="thm_expected_length_identities.py")
 def tail_sum_identity(max_gamma: int = 16) -> TheoremResult:
     """``E[K] = sum_{i=1}^{gamma} Pr(K >= i)`` for ``K`` in ``0..gamma``, any law of ``K``."""
     statement = (
@@ -354,26 +398,12 @@ def tail_sum_identity(max_gamma: int = 16) -> TheoremResult:
     return _timed("tail-sum identity", statement, "sympy", body)
 
 
-#: Vocabulary sizes of the case-split and z3 proofs.
-CASE_SPLIT_VOCABS = (2, 3, 4, 5)
-Z3_VOCABS = (2, 3, 4)
-
-_BY_VERIFIER: dict[str, list[Callable[[], TheoremResult]]] = {
-    "token-level": [
-        token_level_lemma,
-        *[(lambda v=v: token_level_case_split(v)) for v in CASE_SPLIT_VOCABS],
-        *[(lambda v=v: token_level_z3(v)) for v in Z3_VOCABS],
-    ],
-    "point-mass": [point_mass_lemma],
-    "mss": [rrs_node_lemma],
-    "rrs-without-replacement": [rrs_node_lemma],
-    "point-mass-tree": [rrs_node_lemma, point_mass_lemma],
-}
-_GENERAL: list[Callable[[], TheoremResult]] = [geometric_identity, tail_sum_identity]
-
-
 def theorems_for(name: str | None) -> list[Callable[[], TheoremResult]]:
-    """The symbolic theorems backing verifier ``name``; ``None`` gives the general identities."""
-    if name is None:
-        return list(_GENERAL)
-    return list(_BY_VERIFIER.get(name, []))
+    """The symbolic theorems backing verifier ``name``; ``None`` gives the general identities
+    (those declared for no verifier)."""
+    return [t.run for t in _THEOREMS if (name in t.verifiers if name is not None else not t.verifiers)]
+
+
+def theorems() -> list[Theorem]:
+    """Every registered theorem (one per case of a parametrised one), in declaration order."""
+    return list(_THEOREMS)

@@ -23,7 +23,7 @@ from typing import Any
 from verispec._version import __version__
 from verispec.report.folder import ReportFolder
 
-__all__ = ["SCHEMA", "ReportWriter", "environment"]
+__all__ = ["SCHEMA", "ReportWriter", "describe_device", "environment"]
 
 #: Version of the report's JSON schema; bump on any incompatible change.
 SCHEMA = "verispec.report/1"
@@ -38,8 +38,35 @@ def _version_of(module: str) -> str | None:
         return None
 
 
-def environment() -> dict[str, Any]:
-    """Versions and machine facts every report records."""
+def _cpu_name() -> str:
+    """The processor's model name where the system says it, else the architecture."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as stream:
+            for line in stream:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def describe_device(device: str = "cpu") -> str:
+    """A device as a person wants it in a report: ``cpu (<model>, N cores)`` or
+    ``cuda:0 (<GPU name>)``. Only a CUDA device asks torch, and only where torch is loaded."""
+    if device.startswith("cuda"):
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available():
+            index = int(device.split(":", 1)[1]) if ":" in device else torch.cuda.current_device()
+            return f"cuda:{index} ({torch.cuda.get_device_name(index)})"
+        return device
+    if device == "cpu":
+        return f"cpu ({_cpu_name()}, {os.cpu_count()} cores)"
+    return device
+
+
+def environment(device: str = "cpu") -> dict[str, Any]:
+    """Versions and machine facts every report records; ``device`` is the device the work ran
+    on (as :func:`describe_device` gives it, or a description an engine process reported)."""
     return {
         "verispec": __version__,
         "python": platform.python_version(),
@@ -51,7 +78,7 @@ def environment() -> dict[str, Any]:
         "hypothesis": _version_of("hypothesis"),
         "torch": _version_of("torch"),
         "transformers": _version_of("transformers"),
-        "device": "cpu",
+        "device": device if "(" in device else describe_device(device),
     }
 
 

@@ -18,20 +18,18 @@ Signatures (also in ``docs/reference/smt.md``):
 
 from __future__ import annotations
 
-import importlib
 import itertools
-import json
-import os
-import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from verispec.errors import UsageError
+from verispec.isolation import RemoteError, Worker, WorkerCrashed, WorkerTimeout, load_function
 from verispec.smt.obligations import DEFAULT_TIMEOUT_MS, OBLIGATIONS, SmtResult, check
-from verispec.verdicts import Refuted, Unknown
+from verispec.verdicts import Proved, Refuted, Unknown, VerdictKind
 
-__all__ = ["AUDIT_OPTIONS", "audit", "load_function"]
+__all__ = ["AUDIT_OPTIONS", "audit"]
 
 #: Command-line option -> obligation.
 AUDIT_OPTIONS = {
@@ -44,27 +42,6 @@ AUDIT_OPTIONS = {
 
 #: Bounds of the concrete fallback check.
 SMALL_L, SMALL_GAMMA, SMALL_TREE = 8, 6, 7
-
-
-def load_function(spec: str) -> Callable[..., Any]:
-    """Import ``module:function``; errors name the spec."""
-    if spec.count(":") != 1 or not all(spec.split(":")):
-        raise UsageError(f"function={spec!r} must be written module:function")
-    module_name, attr = spec.split(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:
-        raise UsageError(
-            f"function={spec!r}: cannot import {module_name!r}: {type(exc).__name__}: {exc}"
-        ) from exc
-    fn: Any = module
-    for part in attr.split("."):
-        fn = getattr(fn, part, None)
-        if fn is None:
-            raise UsageError(f"function={spec!r}: {module_name!r} has no attribute {attr!r}")
-    if not callable(fn):
-        raise UsageError(f"function={spec!r} is not callable")
-    return fn  # type: ignore[no-any-return]
 
 
 def _is_bool(value: Any) -> bool:
@@ -193,51 +170,48 @@ def audit_in_process(
 def audit(
     obligation: str, spec: str, *, timeout_s: float = 120.0, solver_timeout_ms: int = DEFAULT_TIMEOUT_MS
 ) -> SmtResult:
-    """Audit ``module:function`` against ``obligation`` in a subprocess with a time limit."""
+    """Audit ``module:function`` against ``obligation`` in a worker process
+    (:mod:`verispec.isolation`): loading it and checking it share one time limit."""
     if obligation not in OBLIGATIONS:
         raise UsageError(f"obligation={obligation!r} is not one of {', '.join(OBLIGATIONS)}")
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    cmd = [sys.executable, "-m", "verispec.smt.audit", obligation, spec, str(solver_timeout_ms)]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env, check=False)
-    except subprocess.TimeoutExpired:
-        return SmtResult(
-            obligation, Unknown(f"{spec} did not finish within {timeout_s:g} s (time limit)"), timeout_s
-        )
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
-    if not lines:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        return SmtResult(obligation, Unknown(f"{spec} crashed the audit process: {' | '.join(tail)}"), 0.0)
-    data = json.loads(lines[-1])
-    if data.get("usage_error"):
-        raise UsageError(data["usage_error"])
+    started = time.perf_counter()
+    with Worker("verispec.smt.audit", {"function": spec}, startup_timeout_s=timeout_s) as worker:
+        try:
+            worker.start()
+            left = max(timeout_s - (time.perf_counter() - started), 0.001)
+            data = worker.ask({"obligation": obligation, "timeout_ms": solver_timeout_ms}, left)
+        except WorkerTimeout:
+            return SmtResult(
+                obligation, Unknown(f"{spec} did not finish within {timeout_s:g} s (time limit)"), timeout_s
+            )
+        except WorkerCrashed as exc:
+            return SmtResult(obligation, Unknown(f"{spec} crashed the audit process: {exc}"), 0.0)
+        except RemoteError as exc:
+            if exc.kind == "usage":
+                raise UsageError(exc.message) from None
+            where = f" at {exc.where}" if exc.where else ""
+            return SmtResult(obligation, Unknown(f"{spec} raised {exc}{where}"), 0.0)
     verdict: Any
-    if data["verdict"] == "proved":
-        from verispec.verdicts import Proved
-
+    if data["verdict"] == VerdictKind.PROVED:
         verdict = Proved(data.get("scope", ""))
-    elif data["verdict"] == "refuted":
+    elif data["verdict"] == VerdictKind.REFUTED:
         verdict = Refuted(f"counterexample to {obligation}", data.get("counterexample"))
     else:
         verdict = Unknown(data.get("reason", "unknown"))
     return SmtResult(obligation, verdict, data.get("seconds", 0.0), data.get("counterexample"))
 
 
-def _worker(argv: list[str]) -> int:
-    obligation, spec, timeout_ms = argv[0], argv[1], int(argv[2])
-    sys.path.insert(0, os.getcwd())
-    try:
-        fn = load_function(spec)
-        result = audit_in_process(obligation, fn, timeout_ms)
-    except UsageError as exc:
-        print(json.dumps({"usage_error": str(exc)}))
-        return 0
-    except Exception as exc:
-        result = SmtResult(obligation, Unknown(f"{spec} raised {type(exc).__name__}: {exc}"), 0.0)
-    print(json.dumps(result.to_json()))
-    return 0
+def _handler(config: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    fn = load_function(config["function"])
+
+    def handle(message: dict[str, Any]) -> dict[str, Any]:
+        result = audit_in_process(message["obligation"], fn, int(message["timeout_ms"]))
+        return result.to_json()
+
+    return handle
 
 
 if __name__ == "__main__":
-    sys.exit(_worker(sys.argv[1:]))
+    from verispec.isolation import serve
+
+    sys.exit(serve(_handler))

@@ -13,8 +13,12 @@ from typing import Any, Literal
 
 from verispec.smt import index as ix
 from verispec.smt.obligations import OBLIGATIONS, SmtResult, check
+from verispec.verdicts import RunVerdict, VerdictKind
 
-__all__ = ["CATALOG", "CatalogEntry", "CatalogResult", "run_catalog"]
+#: Where the conventions are stated, derived and sourced.
+DOC = "docs/explanation/index-conventions.md"
+
+__all__ = ["CATALOG", "CatalogEntry", "CatalogResult", "catalog_verdict", "run_catalog"]
 
 
 @dataclass(frozen=True)
@@ -23,7 +27,7 @@ class CatalogEntry:
     obligation: str
     convention: str
     implementation: Callable[..., Any]
-    expected: Literal["proved", "refuted"]
+    expected: VerdictKind
     source: str
     family: Literal["chain", "tree"] = "chain"
 
@@ -74,15 +78,15 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "visibility",
         "verispec.smt.index.visible (position causality)",
         ix.visible,
-        "proved",
-        "masks.md section 0",
+        VerdictKind.PROVED,
+        f"{DOC}#the-verify-pass",
     ),
     CatalogEntry(
         "top-left-mask",
         "visibility",
         "top-left causal: key <= row",
         ix.wrong_visible_top_left,
-        "refuted",
+        VerdictKind.REFUTED,
         "PyTorch SDPA is_causal on non-square inputs; FlashAttention < 2.1",
     ),
     CatalogEntry(
@@ -90,7 +94,7 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "visibility",
         "bottom-right causal: key <= row + Sk - Sq",
         ix.visible_bottom_right,
-        "proved",
+        VerdictKind.PROVED,
         "FlashAttention >= 2.1, xformers FromBottomRight",
     ),
     CatalogEntry(
@@ -98,7 +102,7 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "position-mask",
         "position-anchored, cache without stale tail",
         ix.position_anchored,
-        "proved",
+        VerdictKind.PROVED,
         "HF masking_utils, llama.cpp, gpt-fast",
     ),
     CatalogEntry(
@@ -106,15 +110,15 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "position-mask-stale-tail",
         "position-anchored, stale tail kept",
         ix.position_anchored,
-        "refuted",
-        "llama.cpp without seq_rm; masks.md section 1.7",
+        VerdictKind.REFUTED,
+        f"ggml-org/llama.cpp position-anchored masks without llama_memory_seq_rm; {DOC}#crops",
     ),
     CatalogEntry(
         "crop",
         "crop",
         "crop to L + accepted",
         _crop_of(ix.target_crop_length),
-        "proved",
+        VerdictKind.PROVED,
         "HF crop(new_cur_len - 1), llama.cpp seq_rm(n_past, -1)",
     ),
     CatalogEntry(
@@ -122,23 +126,23 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "crop",
         "crop to L + accepted + 1",
         _crop_of(ix.wrong_crop_plus_one),
-        "refuted",
-        "masks.md section 7, pitfall 3",
+        VerdictKind.REFUTED,
+        f"{DOC}#crops",
     ),
     CatalogEntry(
         "crop-full",
         "crop",
         "no crop: the full L + gamma written by the verify pass",
         lambda L, gamma, accepted: ix.wrong_crop_full(L, gamma),
-        "refuted",
-        "masks.md section 7",
+        VerdictKind.REFUTED,
+        f"{DOC}#crops",
     ),
     CatalogEntry(
         "crop-negative-slice",
         "crop",
         "keys[:-k] with k entries to remove (k may be 0)",
         ix.wrong_crop_negative_count,
-        "refuted",
+        VerdictKind.REFUTED,
         "huggingface/transformers #47433",
     ),
     CatalogEntry(
@@ -146,7 +150,7 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "draft-sync",
         "crop to min(L+a, L-1+gamma), catch up d_gamma after full acceptance",
         ix.draft_sync,
-        "proved",
+        VerdictKind.PROVED,
         "gpt-fast speculative_decode extra forward",
     ),
     CatalogEntry(
@@ -154,23 +158,24 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "draft-sync",
         "crop like the target, no catch-up",
         ix.wrong_draft_sync_no_catch_up,
-        "refuted",
-        "masks.md section 2.2 (z3: P=0, a=gamma=1)",
+        VerdictKind.REFUTED,
+        "meta-pytorch/gpt-fast speculative_decode feeds the last draft after full acceptance; "
+        f"{DOC}#draft-cache-sync",
     ),
     CatalogEntry(
         "positions",
         "positions",
         "absolute positions L-1+row",
         ix.query_position,
-        "proved",
-        "masks.md section 4",
+        VerdictKind.PROVED,
+        f"{DOC}#positions",
     ),
     CatalogEntry(
         "positions-reset",
         "positions",
         "positions restarted after a crop",
         ix.wrong_position_reset,
-        "refuted",
+        VerdictKind.REFUTED,
         "HF PR #30068 class (cache_position advanced wrongly)",
     ),
     CatalogEntry(
@@ -178,15 +183,15 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "truncation",
         "cut after the first EOS, then at the budget",
         ix.committed_count,
-        "proved",
-        "engines.md section 3.3",
+        VerdictKind.PROVED,
+        f"sgl-project/sglang #31599 (stop ids before the budget); {DOC}#stops-and-budgets",
     ),
     CatalogEntry(
         "truncation-budget-first",
         "truncation",
         "length checked before stop tokens",
         ix.wrong_truncation_budget_first,
-        "refuted",
+        VerdictKind.REFUTED,
         "sgl-project/sglang #31599",
     ),
     CatalogEntry(
@@ -194,7 +199,7 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "paged-slots",
         "table[pos // B] * B + pos % B",
         ix.slot,
-        "proved",
+        VerdictKind.PROVED,
         "vLLM _compute_slot_mapping_kernel",
     ),
     CatalogEntry(
@@ -202,7 +207,7 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "paged-crop",
         "pages kept = ceil(n / B)",
         ix.pages_needed,
-        "proved",
+        VerdictKind.PROVED,
         "vLLM KVCacheManager (cdiv)",
     ),
     CatalogEntry(
@@ -210,15 +215,15 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "paged-crop",
         "pages kept = n // B",
         ix.wrong_pages_floor,
-        "refuted",
-        "masks.md section 6 (floor-alloc variant)",
+        VerdictKind.REFUTED,
+        f"pages are allocated by ceiling division (vllm-project/vllm KV cache manager); {DOC}#paged-caches",
     ),
     CatalogEntry(
         "batch-offsets",
         "batch-offsets",
         "each row advanced by its own accepted + 1",
         _per_row,
-        "proved",
+        VerdictKind.PROVED,
         "vLLM num_computed_tokens per request",
     ),
     CatalogEntry(
@@ -226,7 +231,7 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "batch-offsets",
         "one offset advanced for every row",
         _shared_offset,
-        "refuted",
+        VerdictKind.REFUTED,
         "Blaizzy/mlx-vlm PR #1155",
     ),
     CatalogEntry(
@@ -234,7 +239,7 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "compaction-step",
         "dst = L-1+j, src = L-1+r[j]",
         ix.compaction_plan,
-        "proved",
+        VerdictKind.PROVED,
         "EAGLE/Medusa update_inference_inputs",
         "tree",
     ),
@@ -243,7 +248,7 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "compaction-ascending",
         "copy in ascending order",
         ix.compaction_plan,
-        "proved",
+        VerdictKind.PROVED,
         "EAGLE/Medusa; FlexFlow commit_tokens_kernel",
         "tree",
     ),
@@ -252,8 +257,8 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "compaction-descending",
         "copy in descending order",
         ix.compaction_plan,
-        "refuted",
-        "masks.md section 3.1",
+        VerdictKind.REFUTED,
+        f"SafeAILab/EAGLE copies the accepted path in ascending order; {DOC}#tree-verify-passes",
         "tree",
     ),
     CatalogEntry(
@@ -261,7 +266,7 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "tree-visibility",
         "ancestor-or-self walk",
         ix.tree_visible,
-        "proved",
+        VerdictKind.PROVED,
         "EAGLE-2 tree_mask, vLLM tree_attn, SGLang build_tree",
         "tree",
     ),
@@ -270,7 +275,7 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "tree-visibility",
         "siblings see each other",
         ix.wrong_tree_visible_siblings,
-        "refuted",
+        VerdictKind.REFUTED,
         "vLLM PR #22226 class (broken tree attention)",
         "tree",
     ),
@@ -279,8 +284,8 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "tree-visibility",
         "position-causal mask as a tree mask",
         ix.wrong_tree_position_causal,
-        "refuted",
-        "masks.md section 3.5, item 4",
+        VerdictKind.REFUTED,
+        f"{DOC}#tree-verify-passes",
         "tree",
     ),
     CatalogEntry(
@@ -288,7 +293,7 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "tree-mask-step",
         "row[x] = row[parent(x)] | {x}",
         _construction,
-        "proved",
+        VerdictKind.PROVED,
         "EAGLE-2 tree mask construction",
         "tree",
     ),
@@ -297,7 +302,7 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "tree-positions",
         "L-1+depth",
         ix.tree_position,
-        "proved",
+        VerdictKind.PROVED,
         "EAGLE tree_position_ids, SGLang positions",
         "tree",
     ),
@@ -306,7 +311,7 @@ CATALOG: tuple[CatalogEntry, ...] = (
         "tree-position-step",
         "depth(x) = depth(parent(x)) + 1",
         _construction,
-        "proved",
+        VerdictKind.PROVED,
         "EAGLE/Medusa position ids",
         "tree",
     ),
@@ -328,3 +333,11 @@ def run_catalog(
         if on_result:
             on_result(result)
     return out
+
+
+def catalog_verdict(results: list[CatalogResult]) -> RunVerdict:
+    """Fail when an entry got the opposite of its expected verdict; inconclusive when one
+    could not be settled (``unknown``); else pass."""
+    if any(not r.ok and r.result.verdict.kind != VerdictKind.UNKNOWN for r in results):
+        return RunVerdict.FAIL
+    return RunVerdict.PASS if all(r.ok for r in results) else RunVerdict.INCONCLUSIVE

@@ -5,7 +5,7 @@ it evaluates on Python ints, z3 integer terms and torch tensors. z3 proves the o
 of :mod:`verispec.smt.obligations` about these very functions, and the reference engine
 builds its masks, positions and crops with them.
 
-Notation (``../shared/reference/masks.md`` section 0): ``L`` is the committed length
+Notation (``docs/explanation/index-conventions.md``): ``L`` is the committed length
 including the pending token, which has no KV yet (the cache holds ``L - 1`` entries at the
 start of a round); ``gamma`` drafts; a verify pass feeds ``gamma + 1`` queries
 ``[pending, d1..d_gamma]`` against ``L + gamma`` keys; ``accepted`` drafts are kept.

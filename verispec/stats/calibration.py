@@ -106,7 +106,7 @@ class CalibrationRow:
 
 def _audit_instance_for(entry: Any) -> tuple[str, Any]:
     """The audit-battery instance on which ``entry`` is farthest from the target."""
-    from verispec.audit.instances import chain_audit_instances, tree_audit_instances
+    from verispec.audits.instances import chain_audit_instances, tree_audit_instances
 
     if isinstance(entry, registry.TreeVerifier):
         items = tree_audit_instances(0, law=entry.laws[0])

@@ -7,7 +7,8 @@ tokens.
 
 At the small false-alarm rates verispec uses, the chi-square approximation of Pearson's
 statistic can be off by an order of magnitude on skewed laws, while the G-test stays near
-nominal (``../shared/reference/statistics.md`` section 3.1). So:
+nominal (by exact enumeration: 9.7 times nominal for p = (0.9, 0.09, 0.01) at n = 1000;
+``docs/explanation/statistics.md``). So:
 
 * with few cells and samples the p-value is computed **exactly**, by enumerating every
   count vector (:func:`exact_pvalue`);

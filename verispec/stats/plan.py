@@ -8,11 +8,14 @@
   test against one specific alternative, exactly: a lower bound for every fixed-size test;
 * :func:`least_favourable`: the alternative at a given total-variation distance that
   Pearson's test finds hardest (``w^2 = 4 TV^2``);
-* :func:`plan`: all of it for one null and alternative, plus the sequential designs.
+* :func:`plan`: all of it for one null and alternative, plus the sequential designs;
+* the conformance suite's plans: :func:`dkw_sample_size` and :func:`dkw_power` (KS tests of
+  PIT values), :func:`pooled_pearson_plan` (the first-token law), :func:`z_test_sample_size`
+  and :func:`z_test_power` (mean acceptance against the models' prediction).
 
-Reference numbers (``../shared/reference/statistics.md`` section 0) for p = (0.5, 0.3, 0.2)
-and q = (0.4, 0.32, 0.28) at alpha = 1e-6 and power 0.99: Neyman-Pearson 987, exact
-Pearson 1090, noncentral Pearson 1056.
+Reference numbers for p = (0.5, 0.3, 0.2) and q = (0.4, 0.32, 0.28) at alpha = 1e-6 and
+power 0.99 (computed independently with scipy 1.17; ``docs/explanation/statistics.md``):
+Neyman-Pearson 987, exact Pearson 1090, noncentral Pearson 1056.
 """
 
 from __future__ import annotations
@@ -30,12 +33,17 @@ __all__ = [
     "chi_square_power",
     "chi_square_sample_size",
     "cohen_w",
+    "dkw_power",
+    "dkw_sample_size",
     "exact_sample_size",
     "g_test_sample_size",
     "kl",
     "least_favourable",
     "neyman_pearson_sample_size",
     "plan",
+    "pooled_pearson_plan",
+    "z_test_power",
+    "z_test_sample_size",
 ]
 
 
@@ -297,3 +305,84 @@ def plan(
     )
     rows.append(("two-stage confirm, if buggy", stage.n1 + stage.n2, "both stages run"))
     return Plan(alpha, power, effect_tv, w, rows)
+
+
+# ----------------------------------------------------------- the conformance suite's plans
+
+
+def dkw_sample_size(effect: float, alpha: float, power: float, tests: int = 1) -> int:
+    """Samples for a KS test to detect distance ``effect`` (DKW with Massart's constant).
+
+    The distance is split evenly between the false-alarm and the miss envelopes, as in
+    TensorFlow Probability's ``min_num_samples_for_dkwm_cdf_test``; ``tests`` Bonferroni-splits
+    alpha over a battery.
+
+    >>> dkw_sample_size(0.1, 1e-6, 0.99)  # TensorFlow Probability gives the same
+    2902
+    """
+    check_rate("alpha", alpha)
+    check_rate("power", power)
+    if not 0 < effect <= 1:
+        raise UsageError(f"effect={effect!r} must be in (0, 1]")
+    return math.ceil(max(math.log(2 * tests / alpha), math.log(2 / (1 - power))) / (2 * (effect / 2) ** 2))
+
+
+def dkw_power(effect: float, n: int, alpha: float, tests: int = 1) -> float:
+    """A lower bound on the power of a KS test with ``n`` samples against distance ``effect``
+    (DKW): the false-alarm envelope is ``e_a = sqrt(log(2 tests / alpha) / 2n)``, and the
+    empirical CDF strays more than ``effect - e_a`` with probability at most
+    ``2 exp(-2 n (effect - e_a)^2)``."""
+    check_rate("alpha", alpha)
+    if n < 1:
+        return 0.0
+    envelope = math.sqrt(math.log(2 * tests / alpha) / (2 * n))
+    margin = effect - envelope
+    if margin <= 0:
+        return 0.0
+    return max(0.0, 1 - 2 * math.exp(-2 * n * margin * margin))
+
+
+def pooled_pearson_plan(
+    law: Sequence[float], tv: float, *, alpha: float, power: float
+) -> tuple[int, list[list[int]]]:
+    """Requests and pooled cells for Pearson's test of ``law`` to detect ``tv`` at ``power``.
+
+    On the test's cells, every alternative at total variation ``tv`` has Cohen's
+    ``w >= 2 tv`` (Cauchy-Schwarz), so planning at ``w = 2 tv`` covers all of them. The cells
+    are pooled from the exact law and the planned size (never from observed counts), and the
+    plan is redone once on the pooled cells' degrees of freedom.
+    """
+    from verispec.stats.gof import pooled_cells
+
+    support = {t: v for t, v in enumerate(law) if v > 0}
+    df = max(len(support) - 1, 1)
+    n = chi_square_sample_size(2 * tv, df, alpha=alpha, power=power)
+    cells = pooled_cells(support, n)
+    if len(cells) > 1:
+        n = chi_square_sample_size(2 * tv, len(cells) - 1, alpha=alpha, power=power)
+        cells = pooled_cells(support, n)
+    return n, cells
+
+
+#: The largest standard deviation of a Bernoulli outcome: the z-test plans are worst-case.
+BERNOULLI_SD = 0.5
+
+
+def z_test_sample_size(delta: float, *, alpha: float, power: float, sd: float = BERNOULLI_SD) -> int:
+    """Observations for a two-sided z-test of a mean to detect a shift ``delta``."""
+    from scipy import stats
+
+    check_rate("alpha", alpha)
+    check_rate("power", power)
+    z = stats.norm.isf(alpha / 2) + stats.norm.isf(1 - power)
+    return math.ceil(float(z * sd / delta) ** 2)
+
+
+def z_test_power(delta: float, n: int, *, alpha: float, sd: float = BERNOULLI_SD) -> float:
+    """The power of a two-sided z-test with ``n`` observations against a shift ``delta``."""
+    from scipy import stats
+
+    check_rate("alpha", alpha)
+    if n < 1:
+        return 0.0
+    return float(stats.norm.sf(stats.norm.isf(alpha / 2) - delta * math.sqrt(n) / sd))

@@ -16,21 +16,27 @@ Inside each function the papers' notation (``p``, ``q``, ``x``) is used on purpo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import Any
 
 from verispec.core.ops import argmax, one_like, positive_part, zero_like
 from verispec.core.random import Random
 from verispec.errors import NonConformance
+from verispec.verifiers.registry import GREEDY_SETTINGS, Acceptance, chain_verifier
 
 __all__ = [
     "acceptance_ratio",
+    "block_acceptance",
     "block_verification",
     "greedy",
+    "greedy_acceptance",
     "likelihood_ratio",
+    "match_acceptance",
     "point_mass",
     "sample_and_match",
     "token_level",
+    "token_level_acceptance",
 ]
 
 Rows = Sequence[Sequence[Any]]
@@ -56,6 +62,45 @@ def acceptance_ratio(p: Sequence[Any], q: Sequence[Any], x: int) -> Any:
     return _cap(likelihood_ratio(p, q, x))
 
 
+# ------------------------------------------------------------ acceptance profiles
+
+
+def _product_acceptance(per_position: Callable[[Sequence[Any], Sequence[Any], int], Any]) -> Acceptance:
+    def acceptance(target_rows: Any, draft_rows: Any, drafts: Sequence[int], i: int) -> Any:
+        prob: Any = Fraction(1)
+        for j in range(i):
+            prob = prob * per_position(target_rows[j], draft_rows[j], drafts[j])
+            if prob == 0:
+                break
+        return prob
+
+    return acceptance
+
+
+token_level_acceptance = _product_acceptance(acceptance_ratio)
+#: Point-mass verification and sample-and-match both accept draft ``x`` with probability ``p(x)``.
+match_acceptance = _product_acceptance(lambda p, q, x: p[x])
+greedy_acceptance = _product_acceptance(lambda p, q, x: Fraction(int(x == argmax(p))))
+
+
+def block_acceptance(target_rows: Any, draft_rows: Any, drafts: Sequence[int], i: int) -> Any:
+    """Block verification: ``Pr(tau >= i | drafts) = p_i(X^i)`` (Sun et al., Theorem 2)."""
+    if i == 0:
+        return Fraction(1)
+    weights, _ = block_weights(target_rows, draft_rows, drafts)
+    return weights[i]
+
+
+# -------------------------------------------------------------------- the verifiers
+
+
+@chain_verifier(
+    name="token-level",
+    kind="exact",
+    summary="accept with min(1, p/q), correct from the normalised residual [p-q]+, bonus from p",
+    source="Leviathan et al., ICML 2023, Algorithm 1; Chen et al., arXiv 2302.01318",
+    acceptance=token_level_acceptance,
+)
 def token_level(
     target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random
 ) -> list[int]:
@@ -78,6 +123,14 @@ def token_level(
     return block
 
 
+@chain_verifier(
+    name="greedy",
+    kind="exact",
+    summary="accept while the draft equals the target argmax (lowest id wins ties)",
+    source="greedy contract; Leviathan et al. 2023, Section 2.3",
+    acceptance=greedy_acceptance,
+    settings=GREEDY_SETTINGS,
+)
 def greedy(target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random) -> list[int]:
     """Greedy verification: accept while the draft equals the target argmax.
 
@@ -94,6 +147,14 @@ def greedy(target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], r
     return block
 
 
+@chain_verifier(
+    name="point-mass",
+    kind="exact",
+    drafter="argmax",
+    summary="deterministic drafts: accept with p(x), correct from p without x",
+    source="vllm-project/vllm v1 rejection sampler, IS_NGRAM path (proofs/thm_point_mass_lemma.py)",
+    acceptance=match_acceptance,
+)
 def point_mass(target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random) -> list[int]:
     """Verification of deterministic drafts (greedy drafter, n-gram or prompt lookup).
 
@@ -115,6 +176,13 @@ def point_mass(target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int
     return block
 
 
+@chain_verifier(
+    name="sample-and-match",
+    kind="exact",
+    summary="draw y ~ p, accept while y equals the draft, emit y at the first mismatch",
+    source="transformers _assisted_decoding Case 2; SpecInfer naive sampling",
+    acceptance=match_acceptance,
+)
 def sample_and_match(
     target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random
 ) -> list[int]:
@@ -164,6 +232,13 @@ def block_weights(
     return weights, h
 
 
+@chain_verifier(
+    name="block",
+    kind="exact",
+    summary="block verification: last passing coin over h_i, weighted residual",
+    source="Sun et al., Block Verification Accelerates Speculative Decoding, ICLR 2025",
+    acceptance=block_acceptance,
+)
 def block_verification(
     target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random
 ) -> list[int]:

@@ -12,11 +12,23 @@ Controls that are wrong in the *drafter* (what ``q`` is declared) reuse
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 from verispec.core.ops import normalize, positive_part, softmax, zero_like
 from verispec.core.random import Random
-from verispec.verifiers.chain import acceptance_ratio, block_weights
+from verispec.core.transforms import SamplingConfig
+from verispec.verifiers.chain import (
+    acceptance_ratio,
+    block_acceptance,
+    block_weights,
+    token_level,
+    token_level_acceptance,
+)
+from verispec.verifiers.registry import chain_verifier
+
+#: The audit article whose numbers proofs/ reproduces.
+AUDIT_ARTICLE = "'Why speculative decoding preserves distributions but may not be faster'"
 
 __all__ = [
     "block_first_failure",
@@ -58,6 +70,13 @@ def _residual(p: Sequence[Any], q: Sequence[Any], x: int, rand: Random) -> int:
     return rand.categorical(positive_part(p, q))
 
 
+@chain_verifier(
+    name="resample-target",
+    kind="control",
+    summary="a fresh target sample after a rejection instead of the residual",
+    source=f"{AUDIT_ARTICLE}, section 3: the (0.4, 0.32, 0.28) example (proofs/thm_three_token_example.py)",
+    acceptance=token_level_acceptance,
+)
 def resample_target(
     target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random
 ) -> list[int]:
@@ -75,6 +94,13 @@ def resample_target(
     )
 
 
+@chain_verifier(
+    name="softmax-residual",
+    kind="control",
+    summary="softmax(clamp(p-q, 0)) as the residual instead of normalising",
+    source="huggingface/transformers PR #28508",
+    acceptance=token_level_acceptance,
+)
 def softmax_residual(
     target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random
 ) -> list[int]:
@@ -92,6 +118,39 @@ def softmax_residual(
     )
 
 
+# Controls wrong in the drafter: the token-level rule handed a q that is not the law the
+# drafts came from (see verispec.verifiers.instance.DRAFTERS).
+chain_verifier(
+    name="greedy-draft-softmax-q",
+    kind="control",
+    drafter="argmax-declaring-softmax",
+    summary="argmax drafting with the softmax q in the ratio and residual",
+    source="huggingface/transformers #32867 -> PR #33534; jaymody/speculative-sampling #3",
+    acceptance=token_level_acceptance,
+)(token_level)
+chain_verifier(
+    name="raw-q-processed-draft",
+    kind="control",
+    drafter="processed-declaring-raw",
+    summary="draft sampled after top-k/top-p while the ratio uses the unprocessed q",
+    source="huggingface/transformers #47932 / PR #47961",
+    acceptance=token_level_acceptance,
+    settings=(
+        SamplingConfig(top_k=2),
+        SamplingConfig(top_p=Fraction(7, 10)),
+        SamplingConfig(min_p=Fraction(1, 3)),
+        SamplingConfig(temperature=Fraction(1, 2)),
+    ),
+)(token_level)
+
+
+@chain_verifier(
+    name="missing-bonus",
+    kind="control",
+    summary="no bonus token after full acceptance (law kept, round contract broken)",
+    source="the round contract: accepted drafts plus one token (Leviathan et al., ICML 2023, Algorithm 1)",
+    acceptance=token_level_acceptance,
+)
 def missing_bonus(
     target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random
 ) -> list[int]:
@@ -113,6 +172,13 @@ def missing_bonus(
     )
 
 
+@chain_verifier(
+    name="bonus-wrong-row",
+    kind="control",
+    summary="bonus drawn from the last draft position's target row",
+    source="row misindexing class: NVIDIA/TensorRT-LLM PR #15098, SafeAILab/EAGLE PR #47",
+    acceptance=token_level_acceptance,
+)
 def bonus_wrong_row(
     target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random
 ) -> list[int]:
@@ -150,6 +216,13 @@ def _reused_uniform_correction(p: Sequence[Any], q: Sequence[Any], x: int, rand:
     return rand.categorical(weights)
 
 
+@chain_verifier(
+    name="reused-uniform",
+    kind="control",
+    summary="one uniform for the acceptance test and the residual's inverse-CDF draw",
+    source="flashinfer-ai/flashinfer PR #424",
+    acceptance=token_level_acceptance,
+)
 def reused_uniform(
     target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random
 ) -> list[int]:
@@ -164,6 +237,29 @@ def reused_uniform(
     )
 
 
+chain_verifier(
+    name="target-only-temperature",
+    kind="control",
+    drafter="untempered",
+    summary="temperature reaches the target and the declared q but not the draft sampler",
+    source="z-lab/dflash #74 (vllm-project/vllm #9834 is the mirror image)",
+    acceptance=token_level_acceptance,
+    settings=(
+        SamplingConfig(temperature=Fraction(1, 2)),
+        SamplingConfig(temperature=Fraction(1, 3)),
+        SamplingConfig(temperature=Fraction(1, 2), top_k=3),
+    ),
+)(token_level)
+
+
+@chain_verifier(
+    name="block-first-failure",
+    kind="control",
+    summary="block verification with tau = first failing coin (top-down) instead of last passing",
+    source="Sun et al., Block Verification Accelerates Speculative Decoding, ICLR 2025: "
+    "tau is the last passing index",
+    acceptance=block_acceptance,
+)
 def block_first_failure(
     target_probs: Rows, draft_probs: Rows, draft_tokens: Sequence[int], rand: Random
 ) -> list[int]:

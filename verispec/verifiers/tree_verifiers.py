@@ -21,6 +21,7 @@ from verispec.core.random import Random
 from verispec.errors import NonConformance
 from verispec.verifiers import chain
 from verispec.verifiers.chain import acceptance_ratio, likelihood_ratio
+from verispec.verifiers.registry import TREE_GREEDY_SETTINGS, tree_verifier
 from verispec.verifiers.trees import DraftTree
 
 __all__ = [
@@ -60,6 +61,28 @@ def _distinct_children(tree: DraftTree, node: int) -> list[int]:
     return out
 
 
+def tree_match_acceptance(tree: DraftTree) -> Any:
+    """``E[accepted | tree] = sum over retained nodes v of p(path(v))`` (point-mass RRS,
+    sample-and-match and greedy trees; duplicate siblings count once)."""
+    total_mass: Any = Fraction(0)
+    stack: list[tuple[int, Any]] = [(0, Fraction(1))]
+    while stack:
+        node, mass = stack.pop()
+        for child in _distinct_children(tree, node):
+            here = mass * tree.target_probs[node][tree.tokens[child]]
+            if here:
+                total_mass = total_mass + here
+                stack.append((child, here))
+    return total_mass
+
+
+@tree_verifier(
+    name="mss",
+    kind="exact",
+    laws=("iid", "multi"),
+    summary="SpecInfer multi-step speculative sampling: recursive rejection with replacement",
+    source="Miao et al., SpecInfer, ASPLOS 2024, Algorithm 2 (VerifyStochastic)",
+)
 def mss(tree: DraftTree, rand: Random) -> list[int]:
     """SpecInfer multi-step speculative sampling (Miao et al., ASPLOS 2024, Algorithm 2).
 
@@ -83,6 +106,13 @@ def mss(tree: DraftTree, rand: Random) -> list[int]:
             return block
 
 
+@tree_verifier(
+    name="rrs-without-replacement",
+    kind="exact",
+    laws=("wor",),
+    summary="recursive rejection without replacement: q_j conditions on the earlier siblings",
+    source="Jeon et al., Recursive Speculative Decoding, arXiv 2402.14160; Sequoia SpecTree",
+)
 def rrs_without_replacement(tree: DraftTree, rand: Random) -> list[int]:
     """Recursive rejection sampling *without* replacement (Jeon et al. 2024; Sequoia; EAGLE-1).
 
@@ -115,6 +145,14 @@ def rrs_without_replacement(tree: DraftTree, rand: Random) -> list[int]:
             return block
 
 
+@tree_verifier(
+    name="point-mass-tree",
+    kind="exact",
+    laws=("det", "adaptive-det"),
+    summary="EAGLE verification of deterministic candidates: accept x with P(x), zero it on rejection",
+    source="Li et al., EAGLE/EAGLE-2/EAGLE-3, evaluate_posterior",
+    acceptance=tree_match_acceptance,
+)
 def point_mass_tree(tree: DraftTree, rand: Random) -> list[int]:
     """EAGLE-style verification of deterministic candidates (recursive rejection, q = δ).
 
@@ -137,6 +175,14 @@ def point_mass_tree(tree: DraftTree, rand: Random) -> list[int]:
             return block
 
 
+@tree_verifier(
+    name="sample-and-match-tree",
+    kind="exact",
+    laws=("det", "iid"),
+    summary="one target sample per node; descend while it matches a child",
+    source="SpecInfer naive sampling; FlexFlow traverse_verify_tree",
+    acceptance=tree_match_acceptance,
+)
 def sample_and_match_tree(tree: DraftTree, rand: Random) -> list[int]:
     """Sample-and-match on a tree: one target sample per node; descend while it matches a child.
 
@@ -153,23 +199,18 @@ def sample_and_match_tree(tree: DraftTree, rand: Random) -> list[int]:
         node = match
 
 
-def greedy_tree(tree: DraftTree, rand: Random) -> list[int]:
-    """Greedy tree verification: follow the child equal to the target argmax; emit the argmax."""
-    node, block = 0, []
-    while True:
-        best = argmax(tree.target_probs[node])
-        block.append(best)
-        match = next((c for c in tree.children[node] if tree.tokens[c] == best), None)
-        if match is None:
-            return block
-        node = match
-
-
 def _cap(value: Any) -> Any:
     one = one_like(value)
     return one if value >= one else value
 
 
+@tree_verifier(
+    name="traversal",
+    kind="exact",
+    laws=("wor",),
+    summary="traversal verification: leaf-to-root, p_alpha weights, residualised parents",
+    source="Weng et al., Traversal Verification for Speculative Tree Decoding, NeurIPS 2025",
+)
 def traversal(tree: DraftTree, rand: Random) -> list[int]:
     """Traversal verification (Weng et al., NeurIPS 2025), leaf to root.
 
@@ -304,6 +345,13 @@ def _k_seq(tree: DraftTree, rand: Random, rho_of: Any, clamp: bool) -> list[int]
             return block
 
 
+@tree_verifier(
+    name="k-seq",
+    kind="exact",
+    laws=("iid",),
+    summary="SpecTr K-SEQ at each node with the smallest valid rho",
+    source="Sun et al., SpecTr, NeurIPS 2023",
+)
 def k_seq(tree: DraftTree, rand: Random) -> list[int]:
     """SpecTr K-SEQ (Sun et al., NeurIPS 2023) at every node, with the smallest valid ``rho``.
 
@@ -314,18 +362,57 @@ def k_seq(tree: DraftTree, rand: Random) -> list[int]:
     return _k_seq(tree, rand, optimal_rho, clamp=False)
 
 
+@tree_verifier(
+    name="greedy-tree",
+    kind="exact",
+    laws=("det", "iid"),
+    summary="follow the child equal to the target argmax (temperature 0)",
+    source="greedy contract; Medusa/EAGLE greedy tree verification",
+    acceptance=tree_match_acceptance,
+    settings=TREE_GREEDY_SETTINGS,
+)
+def greedy_tree(tree: DraftTree, rand: Random) -> list[int]:
+    """Greedy tree verification: follow the child equal to the target argmax; emit the argmax."""
+    node, block = 0, []
+    while True:
+        best = argmax(tree.target_probs[node])
+        block.append(best)
+        match = next((c for c in tree.children[node] if tree.tokens[c] == best), None)
+        if match is None:
+            return block
+        node = match
+
+
 # ---------------------------------------------------------------------------- controls
 
+tree_verifier(
+    name="mss-without-replacement",
+    kind="control",
+    laws=("wor",),
+    summary="MSS applied to children drawn without replacement (unchanged q)",
+    source="Jeon et al., arXiv 2402.14160 (q must condition on the earlier siblings); Sequoia samples "
+    "with replacement=False",
+)(mss)
+tree_verifier(
+    name="mss-deterministic-softmax-q",
+    kind="control",
+    laws=("det",),
+    summary="top-k children verified by MSS with the softmax q",
+    source="Infini-AI-Lab/Sequoia tests/specinfer_run.py; the misreading in SafeAILab/EAGLE #329",
+)(mss)
 
-def k_seq_rho_one(tree: DraftTree, rand: Random) -> list[int]:
-    """Wrong: K-SEQ with ``rho = 1`` and ``k >= 2``; the residual goes negative and, clamped at
-    zero and renormalised as a kernel would, biases the output."""
-    return _k_seq(tree, rand, lambda p, q, k: one_like(p[0]), clamp=True)
 
-
+@tree_verifier(
+    name="mss-merged-duplicates",
+    kind="control",
+    laws=("iid",),
+    summary="MSS on a trie that merged duplicate siblings (residual updated once)",
+    source="a trie merges repeated draws; p=(0,1/3,2/3), q=(2/3,0,1/3) gives (0, 2/9, 7/9) "
+    "(proofs/thm_multidraft_reference_values.py)",
+)
 def mss_merged_duplicates(tree: DraftTree, rand: Random) -> list[int]:
     """Wrong: MSS on a trie that merged duplicate siblings, so a repeated draw updates the
-    residual once instead of once per draw (verifiers.md section 3)."""
+    residual once instead of once per draw."""
     node, block = 0, []
     while True:
         target = list(tree.target_probs[node])
@@ -346,6 +433,13 @@ TYPICAL_EPSILON = Fraction(9, 100)
 TYPICAL_DELTA = Fraction(3, 10)
 
 
+@tree_verifier(
+    name="typical-acceptance",
+    kind="control",
+    laws=("det",),
+    summary="Medusa typical acceptance: a deterministic entropy threshold",
+    source="FasterDecoding/Medusa get_typical_posterior_mask (Cai et al., ICML 2024)",
+)
 def typical_acceptance(tree: DraftTree, rand: Random) -> list[int]:
     """Wrong (lossy by design): Medusa's typical acceptance.
 
@@ -366,6 +460,13 @@ def typical_acceptance(tree: DraftTree, rand: Random) -> list[int]:
         node = match
 
 
+@tree_verifier(
+    name="best-of-rows",
+    kind="control",
+    laws=("iid",),
+    summary="independently verified rows, the longest kept",
+    source="FasterDecoding/Medusa nucleus and typical non-fast paths (evaluate_posterior)",
+)
 def best_of_rows(tree: DraftTree, rand: Random) -> list[int]:
     """Wrong: verify every root-to-leaf row independently (own coins, token-level) and keep
     the longest accepted block (the first on ties), as Medusa's non-fast paths do."""
@@ -388,19 +489,14 @@ def best_of_rows(tree: DraftTree, rand: Random) -> list[int]:
     return best
 
 
-# ------------------------------------------------------------------- acceptance profiles
-
-
-def tree_match_acceptance(tree: DraftTree) -> Any:
-    """``E[accepted | tree] = sum over retained nodes v of p(path(v))`` (point-mass RRS,
-    sample-and-match and greedy trees; duplicate siblings count once)."""
-    total_mass: Any = Fraction(0)
-    stack: list[tuple[int, Any]] = [(0, Fraction(1))]
-    while stack:
-        node, mass = stack.pop()
-        for child in _distinct_children(tree, node):
-            here = mass * tree.target_probs[node][tree.tokens[child]]
-            if here:
-                total_mass = total_mass + here
-                stack.append((child, here))
-    return total_mass
+@tree_verifier(
+    name="k-seq-rho-one",
+    kind="control",
+    laws=("iid",),
+    summary="K-SEQ with rho = 1 and k >= 2 (negative residual, clamped)",
+    source="Sun et al., SpecTr, NeurIPS 2023: validity needs 1-(1-beta)^k <= rho beta",
+)
+def k_seq_rho_one(tree: DraftTree, rand: Random) -> list[int]:
+    """Wrong: K-SEQ with ``rho = 1`` and ``k >= 2``; the residual goes negative and, clamped at
+    zero and renormalised as a kernel would, biases the output."""
+    return _k_seq(tree, rand, lambda p, q, k: one_like(p[0]), clamp=True)

@@ -7,7 +7,7 @@ adapters must pass, and the audit of a control must be rejected: that is how the
 shown to bite.
 
 The module-level names ``token_level``, ``resample_target``, ... let the command line audit
-them by ``verispec.audit.adapters:token_level``.
+them by ``verispec.audits.adapters:token_level``.
 """
 
 from __future__ import annotations

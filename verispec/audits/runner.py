@@ -2,7 +2,7 @@
 
 ``verispec audit --chain module:function`` (or :func:`audit` from Python):
 
-1. builds the audit battery (:mod:`verispec.audit.instances`) and, for each instance, the
+1. builds the audit battery (:mod:`verispec.audits.instances`) and, for each instance, the
    exact law of ``L`` tokens under the target;
 2. plans the sample size of each instance: a G-test (exact p-value when the count vectors
    can be enumerated) with false-alarm rate ``alpha / instances`` and power ``power``
@@ -12,7 +12,7 @@
 3. samples the black box (in a subprocess with a time limit per instance, or in-process
    for a trusted callable), checking every returned block;
 4. reports, per instance, the p-value, a total-variation estimate with a bootstrap
-   interval, and errors; the verdict is non-conformance if any instance rejects or breaks
+   interval, and errors; the verdict is ``fail`` (non-conformance) if any instance rejects or breaks
    the contract, and the command that reproduces the run.
 
 Nothing measured is lost: each instance's result is recorded as soon as it arrives.
@@ -20,23 +20,19 @@ Nothing measured is lost: each instance's result is recorded as soon as it arriv
 
 from __future__ import annotations
 
-import json
-import os
-import selectors
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from verispec.audit.instances import AuditInstance, chain_audit_instances, to_spec, tree_audit_instances
-from verispec.audit.worker import sample_instance
+from verispec.audits.instances import AuditInstance, chain_audit_instances, to_spec, tree_audit_instances
+from verispec.audits.worker import sample_instance
 from verispec.errors import UsageError
 from verispec.exact.criterion import target_law
 from verispec.stats.constants import SUITE_ALPHA
 from verispec.stats.gof import g_test, pooled_cells
 from verispec.stats.plan import check_rate, chi_square_sample_size
+from verispec.verdicts import Decision, RunVerdict
 
 __all__ = ["AuditResult", "InstanceResult", "audit", "plan_instance"]
 
@@ -76,7 +72,7 @@ class InstanceResult:
             "tv_interval_95_basic_bootstrap": list(self.tv_interval) if self.tv_interval else None,
             "block_lengths": self.block_lengths,
             "error": self.error,
-            "verdict": "rejected" if self.rejected else "consistent",
+            "verdict": Decision.REJECTED if self.rejected else Decision.CONSISTENT,
             "seconds": round(self.seconds, 3),
         }
 
@@ -93,8 +89,9 @@ class AuditResult:
     instances: list[InstanceResult]
 
     @property
-    def verdict(self) -> str:
-        return "non-conformance" if any(r.rejected for r in self.instances) else "pass"
+    def verdict(self) -> RunVerdict:
+        """``fail`` (non-conformance) if any instance rejects or broke the contract."""
+        return RunVerdict.FAIL if any(r.rejected for r in self.instances) else RunVerdict.PASS
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -125,7 +122,7 @@ class AuditResult:
             tv = "" if r.tv is None else f"{r.tv:.4f}"
             interval = "" if r.tv_interval is None else f"[{r.tv_interval[0]:.4f}, {r.tv_interval[1]:.4f}]"
             pvalue = "" if r.pvalue is None else f"{r.pvalue:.3g}"
-            verdict = "**rejected**" if r.rejected else "consistent"
+            verdict = f"**{Decision.REJECTED}**" if r.rejected else Decision.CONSISTENT
             rows.append([r.name, r.n, pvalue, tv, interval, verdict, r.error or ""])
         lines.append(
             table(
@@ -174,60 +171,30 @@ def _tv_with_interval(
     return tv, (max(0.0, 2 * tv - float(high)), max(0.0, 2 * tv - float(low)))
 
 
-def _run_subprocess(
+def _run_isolated(
     function: str,
     jobs: list[dict[str, Any]],
     timeout_s: float,
     on_item: Callable[[int, dict[str, Any]], None],
 ) -> None:
-    """Stream the worker's per-instance lines; restart it after a hang or a crash."""
-    pending = list(jobs)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    while pending:
-        with subprocess.Popen(
-            [sys.executable, "-m", "verispec.audit.worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        ) as proc:
+    """One request per instance to the worker (:mod:`verispec.isolation`); a hang or a crash
+    is that instance's error, and the next instance starts a fresh worker."""
+    from verispec.isolation import RemoteError, Worker, WorkerCrashed, WorkerTimeout
+
+    with Worker("verispec.audits.worker", {"function": function}, startup_timeout_s=timeout_s) as worker:
+        for job in jobs:
             try:
-                pending = _stream(proc, function, pending, timeout_s, on_item)
-            finally:
-                proc.kill()
-                proc.wait()
-
-
-def _stream(
-    proc: Any,
-    function: str,
-    pending: list[dict[str, Any]],
-    timeout_s: float,
-    on_item: Callable[[int, dict[str, Any]], None],
-) -> list[dict[str, Any]]:
-    """Feed one worker process and read its results until it finishes, hangs or dies."""
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(json.dumps({"function": function, "items": pending}))
-    proc.stdin.close()
-    with selectors.DefaultSelector() as selector:
-        selector.register(proc.stdout, selectors.EVENT_READ)
-        while pending:
-            if not selector.select(timeout=timeout_s):
-                on_item(pending[0]["index"], {"error": f"did not finish within {timeout_s:g} s (time limit)"})
-                return pending[1:]
-            line = proc.stdout.readline()
-            if not line:  # the worker died
-                stderr = (proc.stderr.read() if proc.stderr else "").strip().splitlines()[-2:]
-                on_item(pending[0]["index"], {"error": f"the audit process crashed: {' | '.join(stderr)}"})
-                return pending[1:]
-            data = json.loads(line)
-            if "fatal" in data:
-                raise UsageError(data["fatal"])
-            on_item(data["index"], data)
-            pending = [j for j in pending if j["index"] != data["index"]]
-    return pending
+                data = worker.ask(job, timeout_s)
+            except WorkerTimeout:
+                data = {"error": f"did not finish within {timeout_s:g} s (time limit)"}
+            except WorkerCrashed as exc:
+                data = {"error": f"the audit process crashed: {exc}"}
+            except RemoteError as exc:
+                if exc.kind == "usage":  # the function could not be loaded
+                    raise UsageError(exc.message) from None
+                where = f" at {exc.where}" if exc.where else ""
+                data = {"error": f"the audit worker raised {exc}{where}"}
+            on_item(job["index"], data)
 
 
 def audit(
@@ -297,7 +264,7 @@ def audit(
         for i, item in enumerate(items)
     ]
     if isinstance(function, str):
-        _run_subprocess(function, jobs, timeout_s, finish)
+        _run_isolated(function, jobs, timeout_s, finish)
     else:
         for i, item in enumerate(items):
             finish(i, sample_instance(function, item, plans[i][0], seed * 1000 + i))

@@ -1,8 +1,9 @@
 """The audit worker: runs a black-box verifier on audit instances and reports samples.
 
-It runs as ``python -m verispec.audit.worker`` in a separate process (the parent kills it
-when an instance exceeds its time limit and restarts it on the next instance), or
-in-process through :func:`sample_instance` for a callable the user trusts.
+It runs as ``python -m verispec.audits.worker`` in a worker process (:mod:`verispec.isolation`:
+one request per instance; the parent kills it when an instance exceeds its time limit and
+restarts it on the next instance), or in-process through :func:`sample_instance` for a
+callable the user trusts.
 
 For every call, verispec draws the drafts from the instance's draft law, hands the black
 box float arrays and its own seeded ``numpy.random.Generator``, checks the returned block,
@@ -13,14 +14,13 @@ verifier is exact.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections import Counter
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from verispec.audit.instances import AuditInstance, from_spec
+from verispec.audits.instances import AuditInstance, from_spec
 from verispec.core.random import SeededRandom
 from verispec.sampling import FloatInstance
 from verispec.verifiers.instance import sample_drafts
@@ -131,24 +131,18 @@ def sample_instance(verify: Callable[..., Any], item: AuditInstance, n: int, see
     return {"counts": dict(counts), "block_lengths": {str(k): v for k, v in blocks.items()}, "error": error}
 
 
-def main() -> int:
-    """Read a job from stdin, print one JSON line per instance as soon as it is done."""
-    import os
+def _handler(config: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    from verispec.isolation import load_function
 
-    from verispec.smt.audit import load_function
+    verify = load_function(config["function"])
 
-    job = json.loads(sys.stdin.read())
-    sys.path.insert(0, os.getcwd())
-    try:
-        verify = load_function(job["function"])
-    except Exception as exc:
-        print(json.dumps({"fatal": str(exc)}), flush=True)
-        return 0
-    for item in job["items"]:
-        result = sample_instance(verify, from_spec(item["spec"]), item["n"], item["seed"])
-        print(json.dumps({"index": item["index"], **result}), flush=True)
-    return 0
+    def handle(item: dict[str, Any]) -> dict[str, Any]:
+        return sample_instance(verify, from_spec(item["spec"]), item["n"], item["seed"])
+
+    return handle
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from verispec.isolation import serve
+
+    sys.exit(serve(_handler))

@@ -1,1 +1,0 @@
-"""Black-box audits of third-party chain and tree verifiers (see :mod:`verispec.audit.runner`)."""

@@ -1,0 +1,704 @@
+"""The planted bugs: one :class:`Mutant` record per bug, in one place.
+
+A record names the bug, its layer, its mechanism, its public source (a repository and an
+issue or PR number, or the document in this repository that derives it), the checks that
+must catch it and, for an engine bug, the seam it replaces and the replacement.
+
+* **engine** bugs are declared here. A reference-engine bug replaces one field of
+  :class:`verispec.engines.reference.Hooks` (``hook``) with ``replacement``; a bug in
+  transformers' assisted generation is a patch (``replacement()``) of the transformers
+  function named by ``hook``, applied in the engine's worker process only.
+* **verifier** bugs are the control verifiers, declared where they are written
+  (``@chain_verifier(kind="control", ...)``, ``@tree_verifier(kind="control", ...)``); the exact
+  checker must refute them.
+* **index** bugs are the refuted conventions of the SMT catalog (:mod:`verispec.smt.catalog`);
+  z3 must refute them.
+
+:func:`catalog` gathers all three layers as records. The controls runner, ``verispec controls
+list``, ``Check.mutants``, the docs' catalog and the tests all read these records.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from verispec.errors import UsageError, unknown_name
+
+__all__ = [
+    "ENGINE_MUTANTS",
+    "LAYERS",
+    "Layer",
+    "Mutant",
+    "catalog",
+    "engine_mutants",
+    "find",
+    "for_engine",
+    "plant",
+]
+
+Layer = Literal["verifier", "engine", "index"]
+LAYERS: tuple[Layer, ...] = ("verifier", "engine", "index")
+#: The engines whose bugs are the catalog's own (their controls are named ``engine:<bug>``);
+#: another engine's are ``engine:<engine>/<bug>``.
+REFERENCE_ENGINES = ("reference", "reference-tree")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One planted bug (see the module docstring)."""
+
+    subject: str  # the bug's name: the verifier, engine mutation or SMT convention entry
+    layer: Layer
+    mechanism: str
+    source: str
+    engine: str | None = None  # engine layer: the built-in engine it is planted in
+    caught_by: tuple[str, ...] = ()  # engine layer: the checks that must catch it
+    hook: str | None = None  # engine layer: the seam (or transformers function) it replaces
+    replacement: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        """Unique across layers: ``verifier:<name>``, ``engine:<bug>``, ``index:<entry>``."""
+        if self.layer == "engine" and self.engine not in REFERENCE_ENGINES:
+            return f"engine:{self.engine}/{self.subject}"
+        return f"{self.layer}:{self.subject}"
+
+    @property
+    def reproduce(self) -> str:
+        if self.layer == "verifier":
+            return f"verispec prove {self.subject} --explain"
+        if self.layer == "index":
+            return f"verispec smt {self.subject}"
+        checks = "".join(f" --check {c}" for c in self.caught_by)
+        run = f"verispec conform --engine {self.engine} --mutation {self.subject}"
+        return f"{run} --quick --design sequential{checks}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "layer": self.layer,
+            "subject": self.subject,
+            "mechanism": self.mechanism,
+            "source": self.source,
+            "engine": self.engine,
+            "expected": list(self.caught_by),
+            "hook": self.hook,
+            "reproduce": self.reproduce,
+        }
+
+
+# ------------------------------------------------------- the reference engine's bugs
+
+
+def _registered_verify(name: str, accepted: Callable[[list[int], Sequence[int]], int] | None = None) -> Any:
+    """A ``verify`` hook running the registered control verifier ``name`` on sampled requests
+    (greedy ones keep the correct verifier)."""
+
+    def verify(
+        p_rows: Any, q_rows: Any, drafts: Sequence[int], rand: Any, greedy: bool
+    ) -> tuple[list[int], int]:
+        from verispec.engines.reference import verify_correctly
+        from verispec.verifiers import registry
+
+        if greedy:
+            return verify_correctly(p_rows, q_rows, drafts, rand, greedy)
+        block = [int(t) for t in registry.get_chain(name).verify(p_rows, q_rows, drafts, rand)]
+        return block, accepted(block, drafts) if accepted else len(block) - 1
+
+    verify.__qualname__ = f"verify_with_{name.replace('-', '_')}"
+    return verify
+
+
+def _always_accept(
+    p_rows: Any, q_rows: Any, drafts: Sequence[int], rand: Any, greedy: bool
+) -> tuple[list[int], int]:
+    """Every draft accepted (a uniform fixed at 0), then a bonus token from the last row."""
+    from verispec.engines.reference import verify_correctly
+
+    if greedy:
+        return verify_correctly(p_rows, q_rows, drafts, rand, greedy)
+    return [*drafts, rand.categorical(p_rows[len(drafts)])], len(drafts)
+
+
+def _vocab_overflow(
+    p_rows: Any, q_rows: Any, drafts: Sequence[int], rand: Any, greedy: bool
+) -> tuple[list[int], int]:
+    """A correction that lands on the residual's last positive bin comes back as the id
+    ``vocab_size`` (the masked tail of the last tile wins the tie-break)."""
+    from verispec.engines.reference import verify_correctly
+
+    block, accepted = verify_correctly(p_rows, q_rows, drafts, rand, greedy)
+    kept = len(block) - 1
+    if kept < len(drafts):
+        residual = [max(a - b, 0.0) for a, b in zip(p_rows[kept], q_rows[kept], strict=True)]
+        if block[-1] == max(t for t, v in enumerate(residual) if v > 0):
+            block[-1] = len(p_rows[kept])
+    return block, accepted
+
+
+def _missing_bonus_accepted(block: list[int], drafts: Sequence[int]) -> int:
+    """The engine counts every draft accepted when the block holds them all (and no bonus)."""
+    return len(drafts) if block == list(drafts) else len(block) - 1
+
+
+#: The top-k a candidate generator applies by default in ``raw-q-processed-draft``.
+RAW_Q_TOP_K = 2
+
+
+def _greedy_draft_softmax_q(logits: Any, config: Any, rand: Any) -> tuple[int, list[float]]:
+    from verispec.engines.reference import probs
+
+    declared = probs(logits, config)
+    return max(range(len(declared)), key=lambda t: (declared[t], -t)), declared
+
+
+def _raw_q_processed_draft(logits: Any, config: Any, rand: Any) -> tuple[int, list[float]]:
+    """Drafts from a top-k-processed law (a default top-k in the generator), q from raw logits."""
+    from verispec.engines.reference import probs
+
+    k = min(config.top_k or len(logits), RAW_Q_TOP_K)
+    return rand.categorical(probs(logits, replace(config, top_k=k))), probs(logits, config)
+
+
+def _draft_temperature_ignored(logits: Any, config: Any, rand: Any) -> tuple[int, list[float]]:
+    """Drafts at T=1, kept inside the declared support (so no guard trips on them)."""
+    from verispec.engines.reference import probs
+
+    declared = probs(logits, config)
+    law = probs(logits, config.without_temperature())
+    return rand.categorical([a if d > 0 else 0.0 for a, d in zip(law, declared, strict=True)]), declared
+
+
+def _draft_probs_none(logits: Any, config: Any, rand: Any) -> tuple[int, list[float]]:
+    from verispec.engines.reference import probs
+
+    declared = probs(logits, config)
+    token = rand.categorical(declared)
+    return token, [1.0 if t == token else 0.0 for t in range(len(declared))]
+
+
+def _unnormalised_draft(logits: Any, config: Any, rand: Any) -> tuple[int, list[float]]:
+    """exp(l / T - max) over the vocabulary size instead of over its sum: q unnormalised (each
+    entry at most its normalised value, so the residual never vanishes)."""
+    import torch
+
+    from verispec.engines.reference import probs
+
+    declared = probs(logits, config)
+    token = rand.categorical(declared)
+    if config.is_greedy:
+        return token, declared
+    scaled = logits.double() / float(config.temperature)
+    raw = (torch.exp(scaled - scaled.max()) / len(declared)).tolist()
+    return token, [r if d > 0 else 0.0 for r, d in zip(raw, declared, strict=True)]
+
+
+def _default_params(config: Any, gamma: int) -> list[Any]:
+    from verispec.core.transforms import SamplingConfig
+
+    return [SamplingConfig()] * (gamma + 1)
+
+
+def _min_p_verify_ignored(config: Any, gamma: int) -> list[Any]:
+    return [replace(config, min_p=None)] * gamma + [config]
+
+
+def _bonus_untruncated(config: Any, gamma: int) -> list[Any]:
+    return [config] * gamma + [replace(config, top_k=None, top_p=None, min_p=None)]
+
+
+def _budget_first(block_len: int, eos: int, budget: int) -> tuple[int, bool]:
+    from verispec.smt import index as ix
+
+    count = ix.wrong_truncation_budget_first(block_len, eos, budget)
+    return count, eos < count
+
+
+def _no_eos_crop(block_len: int, eos: int, budget: int) -> tuple[int, bool]:
+    return min(block_len, budget), False
+
+
+def _crop_plus_one(starts: Any, kept: Any, lengths: Sequence[int]) -> dict[int, int]:
+    from verispec.smt import index as ix
+
+    return {b: min(ix.wrong_crop_plus_one(L, kept[b]), lengths[b]) for b, L in starts.items()}
+
+
+def _crop_no_op(starts: Any, kept: Any, lengths: Sequence[int]) -> dict[int, int]:
+    """A cache that cannot be trimmed keeps the rejected drafts."""
+    return {b: lengths[b] for b in starts}
+
+
+def _ragged_shared_offset(starts: Any, kept: Any, lengths: Sequence[int]) -> dict[int, int]:
+    """Every row advanced by the first live row's block."""
+    from verispec.smt import index as ix
+
+    first = kept[next(iter(kept))]
+    return {b: min(ix.next_offset(L - 1, first), lengths[b]) for b, L in starts.items()}
+
+
+def _order_by_length(live: list[int], starts: dict[int, int], outputs: list[Any]) -> list[Any]:
+    """Verify rows handed back in the order of the rows' lengths, not the batch order."""
+    order = sorted(live, key=lambda b: starts[b])
+    routed = list(outputs)
+    for b, source in zip(live, order, strict=True):
+        routed[b] = outputs[source]
+    return routed
+
+
+def _unseeded(request: Any) -> int:
+    return int(time.time_ns() % 2**31)
+
+
+def _index(name: str) -> Any:
+    """A wrong convention of :mod:`verispec.smt.index` (the catalog refutes it), by name."""
+
+    def lazy(*args: Any) -> Any:
+        from verispec.smt import index as ix
+
+        return getattr(ix, name)(*args)
+
+    lazy.__qualname__ = name
+    return lazy
+
+
+def _positions_by_row(parents: Any, x: Any, L: Any, max_depth: int) -> Any:
+    """Tree nodes at sequential positions ``L - 1 + node`` instead of ``L - 1 + depth``."""
+    from verispec.smt import index as ix
+
+    return ix.query_position(x, L)
+
+
+def _no_compaction(cache: Any, path: Sequence[int], L: int) -> None:
+    """The accepted path's KV is left where the tree put it."""
+
+
+# -------------------------------------------------- transformers' assisted generation
+
+
+def _softmax_residual_sampling(
+    candidate_input_ids: Any, candidate_logits: Any, candidate_length: int, new_logits: Any, **_: Any
+) -> tuple[Any, Any]:
+    """transformers' ``_speculative_sampling`` for one row, with the residual passed through
+    softmax instead of divided by its sum."""
+    import torch
+
+    drafted = candidate_input_ids[:, -candidate_length:]
+    q = candidate_logits.softmax(dim=-1)
+    p = new_logits.softmax(dim=-1)
+    rows = torch.arange(candidate_length)
+    ratio = p[0, rows, drafted[0]] / q[0, rows, drafted[0]]
+    accepted = torch.rand_like(ratio) <= ratio
+    n = int(((~accepted).cumsum(dim=-1) < 1).sum())
+    full = n == candidate_logits.shape[1]
+    law = p[:, n] if full else torch.clamp(p[:, n] - q[:, n], min=0).softmax(dim=-1)  # the bug
+    token = torch.multinomial(law, num_samples=1)
+    return torch.cat((drafted[:, :n], token), dim=-1), torch.tensor(n)
+
+
+def _patch_softmax_residual() -> None:
+    import transformers.generation.utils as generation
+
+    generation._speculative_sampling = _softmax_residual_sampling  # type: ignore[assignment]
+
+
+def _patch_greedy_assistant() -> None:
+    from transformers.generation.candidate_generator import AssistedCandidateGenerator
+
+    original = AssistedCandidateGenerator.__init__
+
+    def drafts_greedily(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self.generation_config.do_sample = False  # the bug: q stays the softmax of the logits
+
+    AssistedCandidateGenerator.__init__ = drafts_greedily  # type: ignore[method-assign]
+
+
+# ---------------------------------------------------------------------- the records
+
+
+def _engine(
+    subject: str,
+    hook: str,
+    replacement: Callable[..., Any],
+    *,
+    mechanism: str,
+    source: str,
+    caught_by: tuple[str, ...],
+    engine: str = "reference",
+) -> Mutant:
+    return Mutant(subject, "engine", mechanism, source, engine, caught_by, hook, replacement)
+
+
+#: Where the index conventions the engine bugs break are stated and proved.
+CONVENTIONS = "docs/explanation/index-conventions.md"
+#: The seed article the resampling example comes from (its numbers: proofs/thm_three_token_example.py).
+AUDIT_ARTICLE = "'Why speculative decoding preserves distributions but may not be faster', section 3"
+
+ENGINE_MUTANTS: tuple[Mutant, ...] = (
+    # the verify pass: caches, masks and positions
+    _engine(
+        "crop-plus-one",
+        "crop",
+        _crop_plus_one,
+        mechanism="target cache cropped to L + accepted + 1: the rejected draft's KV stays visible",
+        source=f"the crop rule, {CONVENTIONS} (verispec smt crop-plus-one refutes it)",
+        caught_by=("greedy-equivalence", "cache-rollback"),
+    ),
+    _engine(
+        "top-left-mask",
+        "visible",
+        _index("wrong_visible_top_left"),
+        mechanism="verify pass with a top-left causal mask (SDPA is_causal on non-square inputs)",
+        source="pytorch/pytorch scaled_dot_product_attention is_causal (upper-left for Sq != Sk); "
+        "Dao-AILab/flash-attention before 2.1 (#517)",
+        caught_by=("greedy-equivalence",),
+    ),
+    _engine(
+        "positions-reset",
+        "position",
+        _index("wrong_position_reset"),
+        mechanism="verify-pass positions restart at zero (RoPE off by the prefix length)",
+        source="position bugs of this class: sgl-project/sglang PR #25015, "
+        "huggingface/transformers PR #30068",
+        caught_by=("greedy-equivalence",),
+    ),
+    _engine(
+        "draft-no-catch-up",
+        "sync",
+        _index("wrong_draft_sync_no_catch_up"),
+        mechanism="draft cache not caught up after full acceptance (d_gamma never fed)",
+        source="vllm-project/vllm PR #9730 (draft KV after a bonus token)",
+        caught_by=("acceptance-accounting",),
+    ),
+    # verification
+    _engine(
+        "resample-target",
+        "verify",
+        _registered_verify("resample-target"),
+        mechanism="fresh target sample after a rejection instead of the residual",
+        source=AUDIT_ARTICLE,
+        caught_by=("sampling-law", "first-token-law"),
+    ),
+    _engine(
+        "softmax-residual",
+        "verify",
+        _registered_verify("softmax-residual"),
+        mechanism="softmax of clamp(p - q, 0) as the residual",
+        source="huggingface/transformers PR #28508",
+        caught_by=("sampling-law", "first-token-law"),
+    ),
+    _engine(
+        "bonus-wrong-row",
+        "verify",
+        _registered_verify("bonus-wrong-row"),
+        mechanism="bonus token drawn from the last draft position's target row",
+        source="NVIDIA/TensorRT-LLM PR #15098; SafeAILab/EAGLE PR #47",
+        caught_by=("sampling-law",),
+    ),
+    _engine(
+        "missing-bonus",
+        "verify",
+        _registered_verify("missing-bonus", _missing_bonus_accepted),
+        mechanism="no bonus token after full acceptance",
+        source="the round contract, accepted + 1 tokens (Leviathan et al., ICML 2023, Algorithm 1)",
+        caught_by=("acceptance-accounting",),
+    ),
+    # stops, budgets and ids
+    _engine(
+        "eos-budget-first",
+        "truncate",
+        _budget_first,
+        mechanism="length checked before stop ids: tokens after an EOS leak",
+        source="sgl-project/sglang #31599 / PR #31569",
+        caught_by=("eos-length",),
+    ),
+    _engine(
+        "no-eos-crop",
+        "truncate",
+        _no_eos_crop,
+        mechanism="generation continues past an EOS accepted mid-block",
+        source="huggingface/transformers #47912",
+        caught_by=("eos-length",),
+    ),
+    _engine(
+        "vocab-overflow",
+        "verify",
+        _vocab_overflow,
+        mechanism="a correction id outside the vocabulary when the residual's last bin wins",
+        source="vllm-project/vllm GHSA-8wr5-jm2h-8r4f",
+        caught_by=("ids-in-vocab",),
+    ),
+    _engine(
+        "unseeded",
+        "seed",
+        _unseeded,
+        mechanism="ignores the request seed (not reproducible)",
+        source="vllm-project/vllm tests/samplers/test_rejection_sampler.py test_deterministic_when_seeded",
+        caught_by=("determinism",),
+    ),
+    # the draft law declared to the verifier
+    _engine(
+        "draft-temperature-ignored",
+        "propose",
+        _draft_temperature_ignored,
+        mechanism="drafts at T=1 inside the declared support, q declared at the request's T",
+        source="z-lab/dflash #74",
+        caught_by=("sampling-law",),
+    ),
+    _engine(
+        "target-default-params",
+        "target_configs",
+        _default_params,
+        mechanism="target probabilities scored with default settings (T=1, no truncation)",
+        source="vllm-project/vllm #9834 -> PR #10198",
+        caught_by=("sampling-law",),
+    ),
+    _engine(
+        "greedy-draft-softmax-q",
+        "propose",
+        _greedy_draft_softmax_q,
+        mechanism="drafts by argmax while q is declared as the softmax",
+        source="huggingface/transformers #32867 -> PR #33534",
+        caught_by=("sampling-law",),
+    ),
+    _engine(
+        "raw-q-processed-draft",
+        "propose",
+        _raw_q_processed_draft,
+        mechanism=f"drafts sampled after a default top-k of {RAW_Q_TOP_K}, q declared from raw logits",
+        source="huggingface/transformers #47932 / PR #47961",
+        caught_by=("first-token-law",),
+    ),
+    _engine(
+        "draft-probs-none",
+        "propose",
+        _draft_probs_none,
+        mechanism="q taken as a point mass at the sampled draft (draft_probs=None)",
+        source="vllm-project/vllm #40149 -> PR #40269",
+        caught_by=("acceptance-accounting",),
+    ),
+    _engine(
+        "min-p-verify-ignored",
+        "target_configs",
+        _min_p_verify_ignored,
+        mechanism="min_p applied to the bonus row only, not to the verified rows",
+        source="vllm-project/vllm #42744 -> PR #42802",
+        caught_by=("sampling-law",),
+    ),
+    _engine(
+        "always-accept",
+        "verify",
+        _always_accept,
+        mechanism="the acceptance uniform fixed at 0: every draft accepted",
+        source="vllm-project/vllm-ascend #13730",
+        caught_by=("sampling-law",),
+    ),
+    _engine(
+        "reused-uniform",
+        "verify",
+        _registered_verify("reused-uniform"),
+        mechanism="one uniform reused for the acceptance test and the residual draw",
+        source="flashinfer-ai/flashinfer PR #424",
+        caught_by=("first-token-law",),
+    ),
+    _engine(
+        "unnormalised-draft",
+        "propose",
+        _unnormalised_draft,
+        mechanism="q from draft logits without their normaliser (exp(l - max) / V)",
+        source="NVIDIA/TensorRT-LLM #3125 -> PR #3278",
+        caught_by=("sampling-law",),
+    ),
+    _engine(
+        "bonus-untruncated",
+        "target_configs",
+        _bonus_untruncated,
+        mechanism="top-k, top-p and min-p not applied to the bonus row",
+        source="SafeAILab/EAGLE PR #215",
+        caught_by=("cache-rollback",),
+    ),
+    _engine(
+        "crop-no-op",
+        "crop",
+        _crop_no_op,
+        mechanism="the target cache is never trimmed: rejected drafts stay in it",
+        source="ml-explore/mlx-lm PR #1109 (#846)",
+        caught_by=("greedy-equivalence",),
+    ),
+    _engine(
+        "penalty-ignored",
+        "penalise",
+        lambda sampling, logits, generated: logits,
+        mechanism="the frequency penalty applied without speculation only, not on the speculative path",
+        source="vllm-project/vllm #18902",
+        caught_by=("penalties",),
+    ),
+    # batches with ragged acceptance
+    _engine(
+        "ragged-shared-offset",
+        "crop",
+        _ragged_shared_offset,
+        mechanism="every row's cache advanced by the first row's accepted count",
+        source="Blaizzy/mlx-vlm PR #1155 (#1144)",
+        caught_by=("ragged-batch",),
+    ),
+    _engine(
+        "batch-order-by-length",
+        "route",
+        _order_by_length,
+        mechanism="verify rows matched to requests in length order, not batch order",
+        source="vllm-project/vllm PR #14645",
+        caught_by=("ragged-batch",),
+    ),
+    # tree mode
+    _engine(
+        "tree-sibling-visible",
+        "tree_visible",
+        _index("wrong_tree_visible_siblings"),
+        mechanism="tree mask lets siblings attend to each other",
+        source="vllm-project/vllm PR #22226 (tree attention)",
+        caught_by=("greedy-equivalence",),
+        engine="reference-tree",
+    ),
+    _engine(
+        "tree-depth-mask",
+        "tree_visible",
+        _index("wrong_tree_position_causal"),
+        mechanism="a position-causal mask used as the tree mask (depth(y) <= depth(x))",
+        source=f"the ancestor mask, {CONVENTIONS} (verispec smt tree-mask-position-causal-2nodes refutes it)",
+        caught_by=("greedy-equivalence",),
+        engine="reference-tree",
+    ),
+    _engine(
+        "tree-positions-by-row",
+        "tree_position",
+        _positions_by_row,
+        mechanism="tree nodes at sequential positions L - 1 + node instead of L - 1 + depth",
+        source=f"tree positions, {CONVENTIONS}; SafeAILab/EAGLE tree_position_ids",
+        caught_by=("greedy-equivalence",),
+        engine="reference-tree",
+    ),
+    _engine(
+        "tree-no-compaction",
+        "compact",
+        _no_compaction,
+        mechanism="target cache cropped to the path length without moving the accepted KV",
+        source="NVIDIA/TensorRT-LLM #10343: one rewind length cannot rewind a tree",
+        caught_by=("greedy-equivalence",),
+        engine="reference-tree",
+    ),
+    # transformers' own assisted generation, patched in the engine's process
+    _engine(
+        "softmax-residual",
+        "transformers.generation.utils._speculative_sampling",
+        _patch_softmax_residual,
+        mechanism="transformers' verification step with softmax(clamp(p - q, 0)) as the residual",
+        source="huggingface/transformers PR #28508",
+        caught_by=("sampling-law", "first-token-law"),
+        engine="hf-assisted",
+    ),
+    _engine(
+        "greedy-draft-softmax-q",
+        "transformers.generation.candidate_generator.AssistedCandidateGenerator.__init__",
+        _patch_greedy_assistant,
+        mechanism="the assistant drafts by argmax while verification uses the softmax of its logits as q",
+        source="huggingface/transformers #32867 -> PR #33534",
+        caught_by=("sampling-law",),
+        engine="hf-assisted",
+    ),
+)
+
+
+def engine_mutants(engine: str | None = None) -> list[Mutant]:
+    """The engine layer's records, all of them or those of one built-in engine."""
+    return [m for m in ENGINE_MUTANTS if engine is None or m.engine == engine]
+
+
+def plant(engine: str, mutations: Sequence[str]) -> Any:
+    """Plant the named bugs in ``engine``: for a reference engine, the
+    :class:`~verispec.engines.reference.Hooks` with their replacements swapped in (two bugs
+    on one seam cannot be combined); for another engine, its patches applied in this process
+    (returns ``None``)."""
+    mine = {m.subject: m for m in engine_mutants(engine)}
+    chosen = []
+    for name in mutations:
+        if name not in mine:
+            elsewhere = sorted({m.engine or "" for m in ENGINE_MUTANTS if m.subject == name})
+            if elsewhere:
+                raise UsageError(
+                    f"mutation={name!r} applies to the {' and '.join(elsewhere)} engine only, not {engine!r}"
+                )
+            raise unknown_name("mutation", name, mine)
+        chosen.append(mine[name])
+    if engine in REFERENCE_ENGINES:
+        from verispec.engines.reference import with_hooks
+
+        seams: dict[str, Any] = {}
+        for m in chosen:
+            assert m.hook is not None
+            if m.hook in seams:
+                raise UsageError(
+                    f"mutations {list(mutations)} replace the same hook {m.hook!r}; plant one of them"
+                )
+            seams[m.hook] = m.replacement
+        return with_hooks(**seams)
+    for m in chosen:
+        assert m.replacement is not None
+        m.replacement()
+    return None
+
+
+def _verifier_mutants() -> list[Mutant]:
+    from verispec.verifiers import registry
+
+    return [Mutant(v.name, "verifier", v.summary, v.source) for v in registry.verifiers("control")]
+
+
+def _index_mutants() -> list[Mutant]:
+    from verispec.smt.catalog import CATALOG
+    from verispec.verdicts import VerdictKind
+
+    return [
+        Mutant(e.name, "index", e.convention, e.source) for e in CATALOG if e.expected == VerdictKind.REFUTED
+    ]
+
+
+def catalog(layers: Sequence[Layer] = LAYERS) -> list[Mutant]:
+    """Every planted bug of the given layers, verifier layer first."""
+    for layer in layers:
+        if layer not in LAYERS:
+            raise UsageError(f"layer={layer!r} is not one of {', '.join(LAYERS)}")
+    found: list[Mutant] = []
+    if "verifier" in layers:
+        found += _verifier_mutants()
+    if "engine" in layers:
+        found += engine_mutants()
+    if "index" in layers:
+        found += _index_mutants()
+    return found
+
+
+def for_engine(mutants: list[Mutant], engine: str | None) -> list[Mutant]:
+    """``mutants`` with only the engine-layer ones of ``engine`` (all of them for ``None``)."""
+    if engine is None:
+        return mutants
+    engines = sorted({m.engine or "" for m in mutants if m.layer == "engine"})
+    if engine not in engines:
+        raise UsageError(f"engine={engine!r} has no controls; engine controls exist for {engines}")
+    return [m for m in mutants if m.layer != "engine" or m.engine == engine]
+
+
+def find(name: str) -> Mutant:
+    """A planted bug by its full name (``engine:crop-plus-one``) or by its subject alone."""
+    mutants = catalog()
+    by_name = {m.name: m for m in mutants}
+    if name in by_name:
+        return by_name[name]
+    matches = [m for m in mutants if m.subject == name]
+    if len(matches) == 1:
+        return matches[0]
+    raise unknown_name("control", name, by_name)

@@ -1,0 +1,119 @@
+"""The built-in engines, each registered where its factory is written.
+
+An adapter module declares its engines with :func:`builtin_engine` on the factory::
+
+    @builtin_engine("hf-lookup", summary="...", extra="transformers", capabilities=(...))
+    def make_hf_lookup(*, size="ci", seed=0, gamma=3, device="cpu"): ...
+
+and adds its module to :data:`MODULES`. The CLI's help, the docs' engine table, the test
+parameters and ``--engine NAME`` all read this registry. ``options`` are fixed keyword
+arguments the factory gets for that name (``reference-tree`` is ``make_reference`` with a
+tree shape). Listing the registry imports the adapter modules, which import torch and
+transformers only when a factory runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from verispec.errors import MissingDependency, UsageError, unknown_name
+
+__all__ = ["MODULES", "BuiltinEngine", "builtin_engine", "engines", "get", "names"]
+
+#: The adapter modules that register built-in engines, in the order they are listed.
+MODULES = ("verispec.engines.reference", "verispec.engines.hf")
+
+#: What the optional extras install (``pip install 'verispec[EXTRA]'``).
+EXTRA_MODULES: dict[str, tuple[str, ...]] = {"torch": ("torch",), "transformers": ("torch", "transformers")}
+
+
+@dataclass(frozen=True)
+class BuiltinEngine:
+    """A built-in engine: its name, factory, the optional extra it needs and the capabilities
+    its instances declare."""
+
+    name: str
+    factory: Callable[..., Any]
+    summary: str
+    capabilities: frozenset[str]
+    extra: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    #: the engine whose planted-bug records this one takes (``reference-paged`` takes
+    #: ``reference``'s); its own name by default
+    mutants_of: str | None = None
+
+    def make(self, **kwargs: Any) -> Any:
+        """Build the engine (checking its extra first)."""
+        self.require()
+        return self.factory(**{**self.options, **kwargs})
+
+    def require(self) -> None:
+        """Raise :class:`MissingDependency` (exit code 4) when the extra is not installed."""
+        for module in EXTRA_MODULES.get(self.extra or "", ()):
+            if importlib.util.find_spec(module) is None:
+                raise MissingDependency(module, self.extra or module)
+
+    @property
+    def mutants(self) -> list[str]:
+        """The planted bugs of the controls catalog this engine takes (``--mutation``)."""
+        from verispec.controls.mutants import engine_mutants
+
+        return [m.subject for m in engine_mutants(self.mutants_of or self.name)]
+
+
+_ENGINES: dict[str, BuiltinEngine] = {}
+
+
+def builtin_engine(
+    name: str,
+    *,
+    summary: str,
+    capabilities: tuple[str, ...] | frozenset[str],
+    extra: str | None = None,
+    mutants_of: str | None = None,
+    **options: Any,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register the decorated factory as the built-in engine ``name`` (stackable)."""
+    from verispec.engines.protocol import CAPABILITIES
+
+    unknown = sorted(set(capabilities) - set(CAPABILITIES))
+    if unknown:
+        raise UsageError(f"capabilities of {name!r} hold {unknown}, not among {', '.join(CAPABILITIES)}")
+
+    def register(factory: Callable[..., Any]) -> Callable[..., Any]:
+        if name in _ENGINES:
+            raise UsageError(f"engine={name!r} is already registered")
+        _ENGINES[name] = BuiltinEngine(
+            name, factory, summary, frozenset(capabilities), extra, options, mutants_of
+        )
+        return factory
+
+    return register
+
+
+def _load() -> None:
+    for module in MODULES:
+        importlib.import_module(module)
+
+
+def engines() -> list[BuiltinEngine]:
+    """Every built-in engine, in registration order."""
+    _load()
+    return list(_ENGINES.values())
+
+
+def names() -> list[str]:
+    return [e.name for e in engines()]
+
+
+def get(name: str) -> BuiltinEngine:
+    """The built-in engine ``name``; an unknown name suggests the closest ones."""
+    _load()
+    try:
+        return _ENGINES[name]
+    except KeyError:
+        raise unknown_name("engine", name, _ENGINES) from None

@@ -1,0 +1,318 @@
+"""Third-party code in a process of its own: spawning, import paths, time limits, errors.
+
+Engines, black-box verifiers and audited index functions are code verispec did not write;
+each runs in a worker process so that a crash, a hang or a stray ``sys.exit`` cannot take
+verispec's own state with it. The three harnesses share this module:
+
+* the parent side, :class:`Worker`: starts ``python -m <module>``, sends one configuration
+  line, then one JSON request per line, and waits for each answer under a time limit; a
+  worker that hangs is killed and the next request starts a fresh one;
+* the worker side, :func:`serve`: builds a handler from the configuration and answers
+  requests until its input closes;
+* the transport of errors: an exception in the worker crosses the boundary as a structured
+  record (:func:`error_record`: its kind, exception type, message and the place that raised
+  it), which the parent raises as :class:`RemoteError`, never as a string to parse back.
+
+The worker's standard output carries the protocol only: whatever the code under test
+prints goes to its standard error, which the parent sends to a file (never a pipe that
+could fill up and deadlock) and quotes when the worker dies.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import selectors
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import IO, Any
+
+from verispec.errors import UsageError
+
+__all__ = [
+    "RemoteError",
+    "Worker",
+    "WorkerCrashed",
+    "WorkerTimeout",
+    "error_record",
+    "load_function",
+    "serve",
+    "worker_env",
+]
+
+#: How much of a dead worker's standard error is quoted.
+STDERR_TAIL_LINES = 3
+
+
+def load_function(spec: str, *, argument: str = "function") -> Callable[..., Any]:
+    """Import ``module:attribute`` (dotted attributes allowed); errors name ``argument``."""
+    if spec.count(":") != 1 or not all(spec.split(":")):
+        raise UsageError(f"{argument}={spec!r} must be written module:function")
+    module_name, attr = spec.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise UsageError(
+            f"{argument}={spec!r}: cannot import {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from exc
+    fn: Any = module
+    for part in attr.split("."):
+        fn = getattr(fn, part, None)
+        if fn is None:
+            raise UsageError(f"{argument}={spec!r}: {module_name!r} has no attribute {attr!r}")
+    if not callable(fn):
+        raise UsageError(f"{argument}={spec!r} is not callable")
+    return fn  # type: ignore[no-any-return]
+
+
+def worker_env(threads: int | None = None) -> dict[str, str]:
+    """The worker's environment: the current folder importable (``mypkg:make`` resolves as it
+    does for the user) and, with ``threads``, OpenMP and MKL capped to that many threads."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    if threads is not None:
+        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(threads)
+    return env
+
+
+def error_record(exc: BaseException) -> dict[str, Any]:
+    """An exception as a structured record: ``kind`` (``usage`` for a :class:`UsageError`,
+    else ``exception``), ``type``, ``message``, ``where`` (file:line of the innermost frame)
+    and a short ``traceback``."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else ""
+    return {
+        "kind": "usage" if isinstance(exc, UsageError) else "exception",
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "where": where,
+        "traceback": "".join(traceback.format_exception(exc, limit=-4)),
+    }
+
+
+@dataclass(eq=False)
+class RemoteError(Exception):
+    """An exception raised by the code in the worker, carried back as a record."""
+
+    kind: str  # "usage" or "exception"
+    type: str
+    message: str
+    where: str = ""
+    traceback: str = ""
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> RemoteError:
+        return cls(
+            str(record.get("kind", "exception")),
+            str(record.get("type", "Exception")),
+            str(record.get("message", "")),
+            str(record.get("where", "")),
+            str(record.get("traceback", "")),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.type}: {self.message}" if self.message else self.type
+
+
+class WorkerTimeout(Exception):
+    """The worker gave no answer within the time limit; it was killed."""
+
+
+class WorkerCrashed(Exception):
+    """The worker process ended without answering (its standard error's tail is quoted)."""
+
+
+class Worker:
+    """The parent side of one worker process (see the module docstring).
+
+    ``module`` is run as ``python -m module`` under ``python`` (default: this interpreter);
+    ``config`` is its first input line. The process starts on the first :meth:`ask` and is
+    restarted after a hang or a crash; ``restarts`` counts those, ``startup_seconds`` the
+    time spent starting. A worker that cannot build its handler answers with an error record,
+    raised as :class:`RemoteError` from :meth:`start`.
+    """
+
+    def __init__(
+        self,
+        module: str,
+        config: dict[str, Any],
+        *,
+        startup_timeout_s: float = 600.0,
+        threads: int | None = None,
+        python: str | None = None,
+    ) -> None:
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise UsageError(f"threads={threads!r} must be a positive integer or None")
+        self.module = module
+        self.config = config
+        self.startup_timeout_s = startup_timeout_s
+        self.threads = threads
+        self.python = python or sys.executable
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._stderr: IO[bytes] | None = None
+        self._buffer = b""
+        self.restarts = 0
+        self.startup_seconds = 0.0
+        self._started_once = False
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> None:
+        """Start the process and wait for its ready line (or its build error)."""
+        started = time.perf_counter()
+        try:
+            self._spawn()
+        finally:
+            self.startup_seconds += time.perf_counter() - started
+
+    def _spawn(self) -> None:
+        if self._started_once:
+            self.restarts += 1
+        self._started_once = True
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close(), with the process)
+        self.proc = subprocess.Popen(
+            [self.python, "-m", self.module],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            env=worker_env(self.threads),
+        )
+        self._buffer = b""
+        self._send(self.config)
+        try:
+            ready = self._receive(self.startup_timeout_s)
+        except WorkerTimeout:
+            self.close()
+            raise WorkerTimeout(f"did not start within {self.startup_timeout_s:g} s") from None
+        except WorkerCrashed:
+            self.close()
+            raise
+        if "fatal" in ready:
+            self.close()
+            raise RemoteError.from_record(ready["fatal"])
+
+    def ask(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """Send one request and return its answer; the worker's own exception is raised as
+        :class:`RemoteError` (the worker goes on), a hang as :class:`WorkerTimeout` and a dead
+        worker as :class:`WorkerCrashed` (both leave the worker closed, restarted next time)."""
+        if not self.alive:
+            self.start()
+        self._send(message)
+        try:
+            answer = self._receive(timeout_s)
+        except (WorkerTimeout, WorkerCrashed):
+            self.close()
+            raise
+        if "exception" in answer:
+            raise RemoteError.from_record(answer["exception"])
+        return answer
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # the worker is gone: reading its answer reports that
+
+    def _receive(self, timeout_s: float) -> dict[str, Any]:
+        """One answer line, read without blocking past the deadline (a partial line never hangs)."""
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout_s
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while b"\n" not in self._buffer:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not selector.select(timeout=remaining):
+                    raise WorkerTimeout(f"no answer within {timeout_s:g} s (time limit)")
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    raise WorkerCrashed(self._exit_text())
+                self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        try:
+            answer = json.loads(line)
+        except json.JSONDecodeError:
+            answer = None
+        if not isinstance(answer, dict):
+            raise WorkerCrashed(f"answered {line[:80]!r}, not a JSON object")
+        return answer
+
+    def _exit_text(self) -> str:
+        assert self.proc is not None
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        text = "the process exited" if code is None else f"the process exited with code {code}"
+        tail = self.stderr_tail()
+        return f"{text}: {tail}" if tail else text
+
+    def stderr_tail(self, lines: int = STDERR_TAIL_LINES) -> str:
+        """The last lines the worker wrote to its standard error, joined by `` | ``."""
+        if self._stderr is None:
+            return ""
+        self._stderr.seek(0)
+        text = self._stderr.read().decode(errors="replace").strip().splitlines()
+        return " | ".join(text[-lines:])
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            for stream in (self.proc.stdin, self.proc.stdout):
+                if stream:
+                    stream.close()
+            self.proc = None
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+Handler = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def serve(build: Callable[[dict[str, Any]], Handler]) -> int:
+    """The worker's main loop: read the configuration line, ``build`` the handler (a failure
+    is answered as ``{"fatal": record}``), answer ``{"ready": true}``, then one answer per
+    request line (an exception as ``{"exception": record}``) until the input closes.
+
+    The protocol keeps the real standard output; the code under test writes to standard
+    error whatever it prints.
+    """
+    channel = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.path.insert(0, os.getcwd())
+
+    def answer(data: dict[str, Any]) -> None:
+        channel.write(json.dumps(data) + "\n")
+        channel.flush()
+
+    try:
+        handler = build(json.loads(sys.stdin.readline()))
+    except Exception as exc:
+        answer({"fatal": error_record(exc)})
+        return 0
+    answer({"ready": True})
+    for line in sys.stdin:
+        try:
+            reply = handler(json.loads(line))
+        except Exception as exc:
+            reply = {"exception": error_record(exc)}
+        answer(reply)
+    return 0
