@@ -18,6 +18,7 @@ from verispec.cli import main
 from verispec.conformance.checks import checks, get, names
 from verispec.conformance.runner import conform
 from verispec.controls.mutants import Mutant, engine_mutants
+from verispec.engines import registry
 from verispec.errors import UsageError
 from verispec.stats.constants import PER_TEST_ALPHA
 from verispec.stats.plan import dkw_sample_size
@@ -38,10 +39,12 @@ def test_dkw_plan_matches_tfp() -> None:
 
 
 @pytest.mark.statistical
-@pytest.mark.parametrize("engine", ["reference", "reference-tree", "hf-assisted"])
+@pytest.mark.parametrize("engine", registry.names())
 def test_builtin_engines_pass(engine: str, tmp_path) -> None:
+    """Every built-in engine passes, and declares the capabilities its registry entry says."""
     run = conform(engine, quick=True, alpha=PER_TEST_ALPHA, out=tmp_path)
-    assert run.verdict == "pass", [r.to_json() for r in run.results if r.status not in ("pass", "skip")]
+    assert run.verdict == RunVerdict.PASS, [r.to_json() for r in run.results if r.status != Status.PASS]
+    assert set(run.capabilities) == registry.get(engine).capabilities
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["status"] == "complete" and report["verdict"] == "pass"
     assert (tmp_path / "report.html").read_text().startswith("<!DOCTYPE html>")

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from verispec.report.markdown import table
+from verispec.verdicts import Outcome, Status, SubjectOutcome
 
 __all__ = ["html", "markdown"]
 
@@ -29,13 +30,13 @@ _LEGEND = {
 
 def _key(cell: dict[str, Any], subject: bool) -> str:
     status = cell["status"]
-    if status == "error":
+    if status == Status.ERROR:
         return "error"
-    if status == "skip":
+    if status == Status.SKIP:
         return "skip"
     if subject:
-        return "flagged" if status == "fail" else "pass"
-    if status == "fail":
+        return "flagged" if status == Status.FAIL else "pass"
+    if status == Status.FAIL:
         return "crash" if cell["crash"] else "caught"
     return "missed"
 
@@ -56,13 +57,13 @@ def _scope(data: dict[str, Any]) -> str:
 def _samples(control: dict[str, Any]) -> str:
     if control["samples_to_detection"]:
         return str(control["samples_to_detection"])
-    if control["layer"] != "engine" and control["outcome"] == "caught":
+    if control["layer"] != "engine" and control["outcome"] == Outcome.CAUGHT:
         return "exact" if control["layer"] == "verifier" else "z3"
     return ""
 
 
 def _cell_text(cell: dict[str, Any]) -> str:
-    if cell["status"] != "fail":
+    if cell["status"] != Status.FAIL:
         return str(cell["status"])
     if cell["crash"]:
         return "crash"
@@ -127,7 +128,7 @@ def markdown(data: dict[str, Any]) -> str:
         [
             f"`{s['name']}`",
             s["layer"],
-            f"**{s['outcome']}**" if s["outcome"] != "pass" else "pass",
+            f"**{s['outcome']}**" if s["outcome"] != SubjectOutcome.PASS else SubjectOutcome.PASS,
             ", ".join(f"{cell['check']} {cell['status']}" for cell in s["cells"]),
         ]
         for s in data["subjects"]
@@ -186,7 +187,7 @@ def html(data: dict[str, Any]) -> str:
     rows = []
     for c in data["controls"]:
         outcome = c["outcome"]
-        cls = _BAD if outcome in ("escaped", "error") else ""
+        cls = _BAD if outcome in (Outcome.ESCAPED, Outcome.ERROR) else ""
         rows.append(
             f"<tr>{_heat_row(c['name'], c['cells'], columns, False, c['expected'])}"
             f"<td{cls}>{_html.escape(outcome)}</td><td>{_samples(c)}</td></tr>"

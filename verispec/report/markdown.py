@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from verispec.verdicts import RunVerdict, Status
+
 __all__ = ["render", "table"]
 
 
@@ -183,7 +185,7 @@ def _conformance(records: list[dict[str, Any]]) -> str:
     for r in records:
         checks = r.get("checks") or {}
         detail = ", ".join(f"{k} {v}" for k, v in checks.items()) if checks else r.get("reason", "")
-        verdict = r["verdict"] if r["verdict"] in ("pass", "skip") else f"**{r['verdict']}**"
+        verdict = r["verdict"] if r["verdict"] in (RunVerdict.PASS, Status.SKIP) else f"**{r['verdict']}**"
         link = f"[report]({r['report']})" if r.get("report") else ""
         rows.append([r["engine"], verdict, r.get("wall_seconds", ""), detail, link])
     out.append(table(["engine", "verdict", "seconds", "checks", "details"], rows))
@@ -194,7 +196,7 @@ def _controls(records: list[dict[str, Any]]) -> str:
     out = ["## Negative controls", ""]
     for r in records:
         detection = r.get("samples_to_detection") or {}
-        verdict = r["verdict"] if r["verdict"] == "pass" else f"**{r['verdict']}**"
+        verdict = r["verdict"] if r["verdict"] == RunVerdict.PASS else f"**{r['verdict']}**"
         outcomes = ", ".join(f"{k} {v}" for k, v in r["outcomes"].items())
         out.append(f"- verdict: {verdict}; outcomes: {outcomes}")
         if detection.get("engine_mutants"):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from verispec.smt.catalog import CatalogResult, run_catalog
 from verispec.smt.obligations import OBLIGATIONS
+from verispec.verdicts import VerdictKind
 
 __all__ = ["CertificateProblem", "certificate_files", "check_certificates", "write_certificates"]
 
@@ -39,8 +40,8 @@ def certificate_files(result: CatalogResult) -> dict[str, str]:
     out = {}
     for i, (label, text) in enumerate(zip(labels, texts, strict=True)):
         last = i == len(texts) - 1
-        status = "sat" if (verdict == "refuted" and last) else "unsat"
-        if verdict == "unknown":
+        status = "sat" if (verdict == VerdictKind.REFUTED and last) else "unsat"
+        if verdict == VerdictKind.UNKNOWN:
             status = "unknown"
         name = f"{entry.name}.smt2" if len(texts) == 1 and not label else f"{entry.name}-{_slug(label)}.smt2"
         header = [
