@@ -41,7 +41,7 @@ class CheckJob:
     out: str = "verispec-report"
 
 
-def _has_torch_and_transformers() -> list[str]:
+def _missing_torch_and_transformers() -> list[str]:
     return [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
 
 
@@ -188,7 +188,7 @@ def _conformance(out: str, quick: bool, report: Any, failures: list[str], say: C
         f"[5/6] conformance ({'quick' if quick else 'full'}) of {', '.join(CHECK_ENGINES)} "
         "on tiny seeded models"
     )
-    missing = _has_torch_and_transformers()
+    missing = _missing_torch_and_transformers()
     if missing:
         reason = f"skipped: {' and '.join(missing)} not installed (pip install 'verispec[all]')"
         say(f"  --  {reason}")
@@ -241,7 +241,7 @@ def _controls(
     mode = "smoke: deterministic engine checks" if quick else "declared checks at full size"
     say(f"[6/6] negative controls ({mode}); report in {out}/controls/")
     layers: tuple[Layer, ...] = ("verifier", "index")
-    if not _has_torch_and_transformers():
+    if not _missing_torch_and_transformers():
         layers = ("verifier", "engine", "index")
     else:
         say("  --  engine controls skipped: torch and transformers are not installed")

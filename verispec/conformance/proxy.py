@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from verispec.engines.protocol import Completion, Request
@@ -94,8 +95,6 @@ class EngineProxy:
             raise UsageError(f"engine={self.spec!r} could not be built: {exc}") from None
 
     def _ask(self, message: dict[str, Any], *, timeout_s: float | None = None) -> dict[str, Any]:
-        import time
-
         if not self.worker.alive:
             self._start()
         limit = timeout_s or self.timeout_s
