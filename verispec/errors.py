@@ -67,13 +67,19 @@ class MissingDependency(VerispecError, ImportError):
 
     exit_code = ExitCode.MISSING_DEPENDENCY
 
-    def __init__(self, module: str, extra: str) -> None:
-        super().__init__(
-            f"this feature needs the optional dependency {module!r}; "
-            f"install it with: pip install 'verispec[{extra}]'"
-        )
+    def __init__(self, module: str, extra: str, install: str | None = None) -> None:
+        command = install or f"pip install 'verispec[{extra}]'"
+        super().__init__(f"this feature needs the optional dependency {module!r}; install it with: {command}")
         self.module = module
         self.extra = extra
+
+    @classmethod
+    def carried(cls, message: str) -> MissingDependency:
+        """The error as it crossed from a worker process (its message already names the install)."""
+        error = cls.__new__(cls)
+        Exception.__init__(error, message)
+        error.module, error.extra = "", ""
+        return error
 
 
 def require(module: str, extra: str) -> object:

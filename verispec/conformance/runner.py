@@ -60,6 +60,8 @@ class ConformanceRun:
     selected: list[Check] = field(default_factory=list)
     results: list[CheckResult] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: what the engine says about itself (its version, the baseline's measured gap)
+    notes: list[str] = field(default_factory=list)
     budget: dict[str, Any] = field(default_factory=dict)
     wall_seconds: float = 0.0
     engine_seconds: float = 0.0
@@ -122,6 +124,7 @@ class ConformanceRun:
             "verdict": self.verdict,
             "inconclusive": self.inconclusive_reason if self.verdict == RunVerdict.INCONCLUSIVE else None,
             "warnings": self.warnings,
+            "engine_notes": self.notes,
             "environment": self.environment,
             "performance": {
                 "wall_seconds": round(self.wall_seconds, 2),
@@ -145,7 +148,11 @@ def _run_check(ctx: Context) -> CheckResult:
     """One check; an engine that breaks fails it with the reason (its kind recorded apart from
     detections), verispec breaking is an error, never a pass."""
     try:
-        return ctx.check.run(ctx)
+        result = ctx.check.run(ctx)
+        if ctx.left_out:
+            result.details["settings_left_out"] = dict(ctx.left_out)
+            result.reason += f" (left out, the engine cannot take them: {', '.join(ctx.left_out)})"
+        return result
     except EngineOutputError as exc:
         return ctx.result(Status.FAIL, f"bad output: {exc}", failure=Failure.BAD_OUTPUT)
     except EngineError as exc:
@@ -211,6 +218,7 @@ def conform(
             expected_failures=manifest_path,
             environment=environment(proxy.device_description),
         )
+        run.notes = list(proxy.notes)
         listed = for_engine(entries, engine=engine, name=proxy.name)
         runnable = [c for c in selected if c.needs <= proxy.capabilities]
         shares = budget.split([c.name for c in runnable if c.statistical])

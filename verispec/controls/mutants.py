@@ -58,6 +58,9 @@ class Mutant:
     caught_by: tuple[str, ...] = ()  # engine layer: the checks that must catch it
     hook: str | None = None  # engine layer: the seam (or transformers function) it replaces
     replacement: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+    #: engine layer: fixes of the engine's own bugs applied with the mutant, so that what the
+    #: checks catch is the planted bug (vLLM's CPU build needs ``cpu-expand``)
+    fixes: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -73,8 +76,14 @@ class Mutant:
         if self.layer == "index":
             return f"verispec smt {self.subject}"
         checks = "".join(f" --check {c}" for c in self.caught_by)
-        run = f"verispec conform --engine {self.engine} --mutation {self.subject}"
+        fixes = "".join(f" --fix {f}" for f in self.fixes)
+        run = f"verispec conform --engine {self.engine} --mutation {self.subject}{fixes}"
         return f"{run} --quick --design sequential{checks}"
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The engine options a run of this engine-layer control takes."""
+        return {"mutations": [self.subject], **({"fixes": list(self.fixes)} if self.fixes else {})}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -317,6 +326,49 @@ def _patch_greedy_assistant() -> None:
     AssistedCandidateGenerator.__init__ = drafts_greedily  # type: ignore[method-assign]
 
 
+def _patch_vllm(attribute: str, replacement: Callable[[Any], Any]) -> Callable[[], None]:
+    """A patch of ``vllm.v1.sample.rejection_sampler.<attribute>`` (the speculative path's
+    verification, run in the engine's process): ``replacement(original)`` is the new value."""
+
+    def patch() -> None:
+        import vllm.v1.sample.rejection_sampler as rs
+
+        owner: Any = rs
+        path = attribute.split(".")
+        for part in path[:-1]:
+            owner = getattr(owner, part)
+        setattr(owner, path[-1], replacement(getattr(owner, path[-1])))
+
+    return patch
+
+
+def _vllm_recovered_from_target(original: Any) -> Any:
+    def recovered(
+        max_spec_len: int,
+        num_draft_tokens: list[int],
+        cu_num_draft_tokens: Any,
+        draft_token_ids: Any,
+        draft_probs: Any,
+        target_probs: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        import torch
+
+        # the bug: a fresh sample of the target's law, the rejected draft included
+        return torch.multinomial(target_probs, 1).view(-1).to(draft_token_ids.dtype)
+
+    return recovered
+
+
+def _vllm_no_constraints(original: Any) -> Any:
+    return lambda logits, cu_num_draft_tokens, sampling_metadata: logits
+
+
+def _vllm_no_penalties(original: Any) -> Any:
+    return staticmethod(lambda logits, *args, **kwargs: logits)
+
+
 # ---------------------------------------------------------------------- the records
 
 
@@ -329,8 +381,9 @@ def _engine(
     source: str,
     caught_by: tuple[str, ...],
     engine: str = "reference",
+    fixes: tuple[str, ...] = (),
 ) -> Mutant:
-    return Mutant(subject, "engine", mechanism, source, engine, caught_by, hook, replacement)
+    return Mutant(subject, "engine", mechanism, source, engine, caught_by, hook, replacement, fixes)
 
 
 #: Where the index conventions the engine bugs break are stated and proved.
@@ -609,6 +662,40 @@ ENGINE_MUTANTS: tuple[Mutant, ...] = (
         source="huggingface/transformers #32867 -> PR #33534",
         caught_by=("sampling-law",),
         engine="hf-assisted",
+    ),
+    # vLLM's rejection sampler (CPU build), patched in the engine's process
+    _engine(
+        "resample-target",
+        "vllm.v1.sample.rejection_sampler.sample_recovered_tokens",
+        _patch_vllm("sample_recovered_tokens", _vllm_recovered_from_target),
+        # not first-token-law: vLLM samples a request's first token on its prefill step, with
+        # the plain sampler, before any draft exists
+        mechanism="vLLM's recovered token drawn from the target's law p instead of the residual",
+        source=AUDIT_ARTICLE,
+        caught_by=("sampling-law",),
+        engine="vllm-draft",
+        fixes=("cpu-expand",),
+    ),
+    _engine(
+        "target-default-params",
+        "vllm.v1.sample.rejection_sampler.apply_sampling_constraints",
+        _patch_vllm("apply_sampling_constraints", _vllm_no_constraints),
+        mechanism="vLLM's draft rows verified against the target without temperature, top-k or top-p "
+        "(the bonus row keeps them)",
+        source="vllm-project/vllm #9834 -> PR #10198",
+        caught_by=("sampling-law",),
+        engine="vllm-draft",
+        fixes=("cpu-expand",),
+    ),
+    _engine(
+        "penalty-ignored",
+        "vllm.v1.sample.rejection_sampler.RejectionSampler.apply_penalties",
+        _patch_vllm("RejectionSampler.apply_penalties", _vllm_no_penalties),
+        mechanism="vLLM's draft rows verified without the frequency penalty (the bonus row keeps it)",
+        source="vllm-project/vllm #18902",
+        caught_by=("penalties",),
+        engine="vllm-draft",
+        fixes=("cpu-expand",),
     ),
 )
 

@@ -91,6 +91,9 @@ def markdown(data: dict[str, Any]) -> str:
         lines += ["## Not caught", "", *[f"- `{name}`" for name in data["escaped"]], ""]
     if data["not_run"]:
         lines += ["## Not run in this mode", "", *[f"- `{name}`" for name in data["not_run"]], ""]
+    if data.get("left_out"):
+        left_out = [f"- {line}" for line in data["left_out"]]
+        lines += ["## Left out (optional extra not installed)", "", *left_out, ""]
     if data["flagged_subjects"]:
         lines += [
             "## Correct subjects flagged",

@@ -132,6 +132,8 @@ class ControlsRun:
     controls: list[ControlResult] = field(default_factory=list)
     subjects: list[SubjectResult] = field(default_factory=list)
     wall_seconds: float = 0.0
+    #: engine controls left out because their engine's optional extra is not installed
+    left_out: list[str] = field(default_factory=list)
 
     @property
     def escaped(self) -> list[ControlResult]:
@@ -172,6 +174,7 @@ class ControlsRun:
             "layers": list(self.layers),
             "full_matrix": self.full_matrix,
             "wall_seconds": round(self.wall_seconds, 1),
+            "left_out": self.left_out,
             "outcomes": outcomes,
             "samples_to_detection": self.detection_summary(),
             "escaped": [r.control.name for r in self.escaped],
@@ -242,6 +245,24 @@ def _merge(cells: list[Cell], order: list[str]) -> list[Cell]:
     return sorted(merged.values(), key=lambda c: order.index(c.check))
 
 
+def _installed(controls: list[Mutant]) -> tuple[list[Mutant], list[str]]:
+    """The controls whose engine can run here, and a line for each one left out (its engine's
+    optional extra is not installed)."""
+    from verispec.engines import registry
+    from verispec.errors import MissingDependency
+
+    kept, left_out = [], []
+    for m in controls:
+        if m.layer == "engine" and m.engine:
+            try:
+                registry.get(m.engine).require()
+            except MissingDependency as exc:
+                left_out.append(f"{m.name}: {exc}")
+                continue
+        kept.append(m)
+    return kept, left_out
+
+
 def run_controls(
     layers: Sequence[Layer] = LAYERS,
     *,
@@ -278,6 +299,7 @@ def run_controls(
     full = (not quick) if full_matrix is None else full_matrix
     controls = for_engine(catalog(tuple(layers)), engine)
     run = ControlsRun(quick, alpha, tuple(layers), full)
+    controls, run.left_out = _installed(controls)
     writer = _Writer(Path(out)) if out else None
     start = time.perf_counter()
 
@@ -384,7 +406,7 @@ def _run_engine_controls(
             return at_full
 
         try:
-            cells = conformance(subject, {"mutations": [control.subject]}, main, escalate)
+            cells = conformance(subject, control.options, main, escalate)
         except Exception as exc:  # the run itself broke: an error, never a pass or a detection
             return ControlResult(control, [_broken(exc)], time.perf_counter() - t0)
         # the run that caught it: the declared checks at quick sizes, or at full sizes when

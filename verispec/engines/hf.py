@@ -36,6 +36,8 @@ class _HFEngine:
         self.name = name
         self.vocab_size = int(target.config.vocab_size)
         self.device = str(target.device)
+        #: real text prompts (token ids) of a trained model; none for seeded ones
+        self.prompts: list[tuple[int, ...]] = []
 
     def target_logits(self, prefixes: list[tuple[int, ...]]) -> Any:
         torch = self.torch
@@ -83,8 +85,10 @@ class _HFEngine:
             kwargs = self._kwargs(request)
             if request.speculative:
                 kwargs.update(self._extra(request))
+            # every prompt token is attended to: without a mask, generate masks the tokens equal
+            # to pad_token_id, which a chat prompt holds (SmolLM2's id 2 is <|im_end|>)
             with torch.no_grad():
-                result = self.target.generate(ids, **kwargs)
+                result = self.target.generate(ids, attention_mask=torch.ones_like(ids), **kwargs)
             tokens = [int(t) for t in result[0, len(request.prompt) :].tolist()]
             stopped = any(t in request.stop_ids for t in tokens)
             out.append(Completion(tokens, "stop" if stopped else "length"))
@@ -122,16 +126,24 @@ class HFLookupEngine(_HFEngine):
     capabilities=HF_CAPABILITIES,
 )
 def make_hf_assisted(
-    *, size: str = "ci", seed: int = 0, gamma: int = 3, device: str = "cpu", mutations: Any = ()
+    *,
+    size: str = "ci",
+    seed: int = 0,
+    gamma: int = 3,
+    device: str = "cpu",
+    mutations: Any = (),
+    target: str | None = None,
+    draft: str | None = None,
 ) -> HFAssistedEngine:
     """transformers' assisted generation, with the planted bugs ``mutations`` patched into
     transformers in this process."""
     from verispec.controls.mutants import plant
-    from verispec.engines.tiny import tiny_pair
+    from verispec.engines.models import load_pair
 
     plant("hf-assisted", mutations)
-    pair = tiny_pair(size, seed=seed, device=device)
+    pair = load_pair(size, seed=seed, device=device, target=target, draft=draft)
     engine = HFAssistedEngine(pair.target, pair.draft, gamma=gamma)
+    engine.prompts = list(pair.prompts)
     if mutations:
         engine.name += f"[{','.join(sorted(mutations))}]"
     return engine
@@ -143,8 +155,17 @@ def make_hf_assisted(
     extra="transformers",
     capabilities=HF_CAPABILITIES,
 )
-def make_hf_lookup(*, size: str = "ci", seed: int = 0, gamma: int = 3, device: str = "cpu") -> HFLookupEngine:
-    from verispec.engines.tiny import tiny_pair
+def make_hf_lookup(
+    *,
+    size: str = "ci",
+    seed: int = 0,
+    gamma: int = 3,
+    device: str = "cpu",
+    target: str | None = None,
+) -> HFLookupEngine:
+    from verispec.engines.models import load_pair
 
-    pair = tiny_pair(size, seed=seed, device=device)
-    return HFLookupEngine(pair.target, gamma=gamma)
+    pair = load_pair(size, seed=seed, device=device, target=target, draft=target)
+    engine = HFLookupEngine(pair.target, gamma=gamma)
+    engine.prompts = list(pair.prompts)
+    return engine

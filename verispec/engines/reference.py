@@ -171,6 +171,8 @@ class ReferenceEngine:
         self.max_batch = max_batch
         self.hooks = hooks or Hooks()
         self.name = name
+        #: real text prompts (token ids) of a trained model; none for seeded ones
+        self.prompts: list[tuple[int, ...]] = []
         self.vocab_size = int(target.config.vocab_size)
         self.device = str(self.lm_target.device)
         # a mutant that ignores seeds still claims "seeded": that claim is what the check tests
@@ -502,18 +504,21 @@ def make_reference(
     mutations: Sequence[str] = (),
     device: str = "cpu",
     tree: Sequence[int] | None = None,
+    target: str | None = None,
+    draft: str | None = None,
 ) -> ReferenceEngine:
     """The reference engine on a tiny seeded model pair (``tree``: children per depth), with
     the planted bugs ``mutations`` (:mod:`verispec.controls.mutants`) swapped into its hooks."""
     from verispec.controls.mutants import plant
-    from verispec.engines.tiny import tiny_pair
+    from verispec.engines.models import load_pair
 
     name = "reference-tree" if tree else "reference-paged" if page_size else "reference"
     hooks = plant("reference-tree" if tree else "reference", mutations)
-    pair = tiny_pair(size, seed=seed, device=device)
+    pair = load_pair(size, seed=seed, device=device, target=target, draft=draft)
     engine = ReferenceEngine(
         pair.target, pair.draft, gamma=gamma, page_size=page_size, hooks=hooks, name=name, tree=tree
     )
+    engine.prompts = list(pair.prompts)
     if mutations:
         engine.name += f"[{','.join(sorted(mutations))}]"
     return engine

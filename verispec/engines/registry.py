@@ -25,10 +25,14 @@ from verispec.errors import MissingDependency, UsageError, unknown_name
 __all__ = ["MODULES", "BuiltinEngine", "builtin_engine", "engines", "get", "names"]
 
 #: The adapter modules that register built-in engines, in the order they are listed.
-MODULES = ("verispec.engines.reference", "verispec.engines.hf")
+MODULES = ("verispec.engines.reference", "verispec.engines.hf", "verispec.engines.vllm_engines")
 
 #: What the optional extras install (``pip install 'verispec[EXTRA]'``).
-EXTRA_MODULES: dict[str, tuple[str, ...]] = {"torch": ("torch",), "transformers": ("torch", "transformers")}
+EXTRA_MODULES: dict[str, tuple[str, ...]] = {
+    "torch": ("torch",),
+    "transformers": ("torch", "transformers"),
+    "vllm": ("torch", "transformers", "vllm"),
+}
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ __all__ = ["SIZES", "TinyPair", "tiny_pair"]
 #: name -> (vocab, hidden, intermediate, layers, heads, kv_heads)
 SIZES: dict[str, tuple[int, int, int, int, int, int]] = {
     "ci": (24, 32, 64, 2, 4, 2),
+    # the ci vocabulary with 32-wide heads: vLLM's CPU attention takes head sizes 32 .. 512
+    "ci-wide": (24, 64, 128, 2, 2, 1),
     "small": (256, 128, 256, 4, 4, 2),
     "1b": (32000, 2048, 5632, 22, 32, 4),
 }

@@ -56,6 +56,28 @@ def randomized_pit(token: int, target: Sequence[float], order: Sequence[int], v:
     raise UsageError(f"token {token} is not in the ordering")
 
 
+def _below(ordering: str, p: Any, q: Any, token: int) -> float:
+    """``F(x-)`` of :func:`randomized_pit` along :func:`order_tokens`' order, without sorting
+    the vocabulary: the mass of the tokens that order puts before ``token`` (ties broken by
+    id, as there). Linear in the vocabulary, for trained models' 50 thousand tokens."""
+    import numpy as np
+
+    ids = np.arange(p.shape[0])
+    if ordering == "token-id":
+        return float(p[:token].sum())
+    if ordering == "target-probability":
+        key = p
+    elif ordering == "draft-ratio":
+        if q is None:
+            raise UsageError("ordering='draft-ratio' needs the draft's conditional")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            key = np.where(p == 0, np.inf, q / np.where(p == 0, 1.0, p))
+    else:
+        raise UsageError(f"ordering={ordering!r} is not one of {', '.join(ORDERINGS)}")
+    before = (key > key[token]) | ((key == key[token]) & (ids < token))
+    return float(p[before].sum())
+
+
 def ks_uniform(u: Sequence[float]) -> tuple[float, float]:
     """Kolmogorov-Smirnov test of uniformity: ``(statistic, pvalue)``, exact for n <= 10000."""
     from scipy import stats
@@ -123,15 +145,16 @@ def pit_battery(
             if skip is not None and skip(seq, t):
                 continue
             prefix = tuple(seq[:t])
-            p = target(prefix)
-            if not p[seq[t]] > 0:
+            p = np.asarray(target(prefix), dtype=np.float64)
+            token = seq[t]
+            if not p[token] > 0:
                 impossible += 1
                 continue
-            q = draft(prefix) if draft is not None else None
+            q = np.asarray(draft(prefix), dtype=np.float64) if draft is not None else None
             v = float(rng.random())
             n += 1
             for ordering in orderings:
-                values[ordering].append(randomized_pit(seq[t], p, order_tokens(ordering, p, q), v))
+                values[ordering].append(_below(ordering, p, q, token) + v * float(p[token]))
     out = PitBattery(n, impossible=impossible)
     for ordering, u in values.items():
         if u:

@@ -29,4 +29,6 @@ def cache_rollback(ctx: Context) -> CheckResult:
     gamma = int(ctx.engine.gamma or 3)
     scripts: list[dict[str, Any] | None] = [{"kind": "forced-rejection", "position": j} for j in range(gamma)]
     scripts.append({"kind": "full-acceptance"})
-    return pit_check(ctx, [Sampling(1.0, top_k=8)], scripts)
+    # a forced rejection needs a token the target cannot emit: a truncation
+    setting = ctx.setting(Sampling(1.0, top_k=8), Sampling(1.0, top_p=0.8))
+    return pit_check(ctx, [] if setting is None else [setting], scripts)

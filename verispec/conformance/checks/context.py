@@ -54,6 +54,8 @@ class Context:
     design: str = "planned"  # or "sequential" (the first-token law's e-process)
     progress: Callable[[int, int], None] | None = None  # (done, planned) on long checks
     seen: list[tuple[Request, Completion]] = field(default_factory=list)
+    #: settings the engine declares it cannot take, left out with its reason
+    left_out: dict[str, str] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ the plan
     @property
@@ -84,10 +86,40 @@ class Context:
         return np.random.default_rng(self.seed_for(stream, *index))
 
     def prompts(self, count: int, salt: str, length: int = 4) -> list[tuple[int, ...]]:
-        """``count`` prompts of ``length`` ids in ``3 .. vocab - 1`` (ids 0 to 2 are often
-        special), from the stream ``prompts/salt``."""
+        """``count`` prompts from the stream ``prompts/salt``: drawn from the engine's real
+        text prompts where it has some (a trained model), else ``length`` ids in
+        ``3 .. vocab - 1`` (ids 0 to 2 are often special). A text prompt is cut to its first
+        ``len - 4 + length`` ids when a check asks for prompts of several lengths."""
         rng = _random.Random(self.seed_for("prompts", salt))
+        pool = self.engine.prompts
+        if pool:
+            chosen = [pool[rng.randrange(len(pool))] for _ in range(count)]
+            return [p[: max(1, len(p) - 4 + length)] if length != 4 else p for p in chosen]
         return [tuple(rng.randrange(3, self.vocab) for _ in range(length)) for _ in range(count)]
+
+    # ---------------------------------------------------------- the settings
+    def setting(self, *alternatives: Sampling) -> Sampling | None:
+        """The first of ``alternatives`` the engine takes; the others it declares it cannot
+        take (``Engine.unsupported``) are recorded in :attr:`left_out` with its reason.
+        ``None`` when it takes none of them."""
+        for sampling in alternatives:
+            reason = self.unsupported(sampling)
+            if reason is None:
+                return sampling
+            self.left_out[sampling.describe()] = reason
+        return None
+
+    def settings(self, groups: list[tuple[Sampling, ...]]) -> list[Sampling]:
+        """:meth:`setting` for each group of alternatives, leaving out the groups it cannot take."""
+        chosen = [self.setting(*group) for group in groups]
+        return [s for s in chosen if s is not None]
+
+    def unsupported(self, sampling: Sampling) -> str | None:
+        """Why the engine cannot take ``sampling`` (a feature it declares unsupported), or None."""
+        for feature, reason in self.engine.unsupported.items():
+            if getattr(sampling, feature, None) not in (None, 0, 0.0):
+                return f"{feature}: {reason}"
+        return None
 
     # ---------------------------------------------------------------- the engine
     def tick(self, done: int, planned: int) -> None:
@@ -127,9 +159,9 @@ class Context:
     # -------------------------------------------------------------- the baseline
     def probs_along(
         self, model: str, prompt: tuple[int, ...], tokens: list[int], sampling: Sampling
-    ) -> list[list[float]]:
+    ) -> list[Any]:
         """The ``model``'s law before each of ``tokens`` (after the frequency penalty for the
-        tokens before it, then the sampling settings)."""
+        tokens before it, then the sampling settings), one float64 array per token."""
         import numpy as np
 
         from verispec.core.transforms import apply_float
@@ -142,7 +174,7 @@ class Context:
         rows = np.exp(logits)
         rows /= rows.sum(axis=1, keepdims=True)
         config = sampling.config()
-        return [apply_float(row, config).tolist() for row in rows]
+        return [apply_float(row, config) for row in rows]
 
     # ---------------------------------------------------------------- the result
     def result(self, status: Status, reason: str, **fields: Any) -> CheckResult:

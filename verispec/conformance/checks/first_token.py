@@ -36,7 +36,10 @@ def first_token_law(ctx: Context) -> CheckResult:
     from verispec.stats.sequential import DirichletEProcess
 
     assert ctx.budget is not None
-    settings = [Sampling(1.0)] if ctx.quick else [Sampling(1.0), Sampling(0.5, top_k=8)]
+    groups: list[tuple[Sampling, ...]] = [(Sampling(1.0),)]
+    if not ctx.quick:
+        groups.append((Sampling(0.5, top_k=8), Sampling(0.5, top_p=0.8)))
+    settings = ctx.settings(groups)
     prompts = ctx.prompts(1 if ctx.quick else 2, "first-token")
     cases = list(itertools.product(settings, prompts))
     labels = [f"{sampling.describe()} prompt {list(prompt)}" for sampling, prompt in cases]

@@ -65,7 +65,8 @@ def eos_length(ctx: Context) -> CheckResult:
     effect=Effect("any violation"),
 )
 def ids_in_vocab(ctx: Context) -> CheckResult:
+    sampling = ctx.setting(Sampling(1.0, top_k=8), Sampling(1.0, top_p=0.8)) or Sampling(1.0)
     for i, prompt in enumerate(ctx.prompts(4, "ids")):
-        ctx.run(Request(prompt, 16, Sampling(1.0, top_k=8), seed=ctx.seed_for("request", i)))
+        ctx.run(Request(prompt, 16, sampling, seed=ctx.seed_for("request", i)))
     total = sum(len(c.tokens) for _, c in ctx.seen)
     return ctx.passed(f"{total} emitted ids, all inside 0..{ctx.vocab - 1}", samples=total)

@@ -26,11 +26,20 @@ PIT_TOKENS = 24
 PIT_EFFECT = Effect("KS distance {} on the PIT law", 0.1)
 
 
-def law_settings(quick: bool) -> list[Sampling]:
-    """The sampling-law settings; the quick run folds every truncation into its second."""
-    settings = [Sampling(1.5), Sampling(0.5, top_k=8, min_p=0.1)]
+def law_settings(quick: bool) -> list[tuple[Sampling, ...]]:
+    """The sampling-law settings, each with the alternatives an engine that cannot take it
+    gets instead (vLLM refuses min-p with speculation); the quick run folds every truncation
+    into its second."""
+    settings: list[tuple[Sampling, ...]] = [
+        (Sampling(1.5),),
+        (Sampling(0.5, top_k=8, min_p=0.1), Sampling(0.5, top_k=8), Sampling(0.5, top_p=0.8)),
+    ]
     if not quick:
-        settings += [Sampling(1.5), Sampling(1.0, top_p=0.8), Sampling(1.0, min_p=0.2)]
+        settings += [
+            (Sampling(1.5),),
+            (Sampling(1.0, top_p=0.8),),
+            (Sampling(1.0, min_p=0.2), Sampling(1.0, top_p=0.6)),
+        ]
     return settings
 
 
@@ -43,6 +52,31 @@ def _prompt_skipper(starts: dict[tuple[int, ...], int]) -> Callable[[Any, int], 
     return skip
 
 
+class _RowsAlong:
+    """The ``model``'s law before each token of ``sequences``, computed one sequence at a time
+    as the PIT battery walks them in order (at a trained model's 50 thousand tokens, keeping
+    every row of a setting would take gigabytes)."""
+
+    def __init__(
+        self, ctx: Context, model: str, sequences: list[tuple[tuple[int, ...], list[int]]], sampling: Sampling
+    ) -> None:
+        self.ctx, self.model, self.sequences, self.sampling = ctx, model, sequences, sampling
+        self.next = 0
+        self.rows: dict[tuple[int, ...], Any] = {}
+
+    def __call__(self, prefix: tuple[int, ...]) -> Any:
+        if prefix not in self.rows:
+            self.rows = {}
+            while prefix not in self.rows:  # the battery asks for the sequences in order
+                if self.next >= len(self.sequences):
+                    raise KeyError(prefix)
+                prompt, tokens = self.sequences[self.next]
+                self.next += 1
+                rows = self.ctx.probs_along(self.model, prompt, tokens, self.sampling)
+                self.rows = {(*prompt, *tokens[:i]): row for i, row in enumerate(rows)}
+        return self.rows[prefix]
+
+
 def pit_check(
     ctx: Context,
     settings: list[Sampling],
@@ -53,6 +87,8 @@ def pit_check(
     The check's alpha is split evenly over the settings (and, inside the battery, over its
     orderings); a setting is rejected at the alpha it was planned at. ``scripts`` cycle over
     the requests (forced rejections for the cache-rollback check)."""
+    if not settings:
+        return ctx.skipped("the engine takes none of the settings: " + "; ".join(ctx.left_out.values()))
     draft = "draft-model" in ctx.engine.capabilities
     orderings = ("target-probability", "draft-ratio") if draft else ("target-probability", "token-id")
     assert ctx.budget is not None
@@ -85,20 +121,14 @@ def pit_check(
                 tokens_so_far += len(completion.tokens)
             k += len(batch)
             ctx.tick(total + tokens_so_far, planned_total)
-        target_rows: dict[tuple[int, ...], list[float]] = {}
-        draft_rows: dict[tuple[int, ...], list[float]] = {}
-        for prompt, tokens in sequences:
-            for row_index, row in enumerate(ctx.probs_along("target", prompt, tokens, sampling)):
-                target_rows[(*prompt, *tokens[:row_index])] = row
-            if draft:
-                for row_index, row in enumerate(ctx.probs_along("draft", prompt, tokens, sampling)):
-                    draft_rows[(*prompt, *tokens[:row_index])] = row
         full = [(*prompt, *tokens) for prompt, tokens in sequences]
         starts = {seq: len(prompt) for seq, (prompt, _) in zip(full, sequences, strict=True)}
+        target_rows = _RowsAlong(ctx, "target", sequences, sampling)
+        draft_rows = _RowsAlong(ctx, "draft", sequences, sampling)
         battery = pit_battery(
             full,
-            target_rows.__getitem__,
-            draft=draft_rows.__getitem__ if draft else None,
+            target_rows,
+            draft=draft_rows if draft else None,
             orderings=orderings,
             rng=ctx.rng("pit", c_index),
             skip=_prompt_skipper(starts),
@@ -142,4 +172,4 @@ def pit_check(
     effect=PIT_EFFECT,
 )
 def sampling_law(ctx: Context) -> CheckResult:
-    return pit_check(ctx, law_settings(ctx.quick), [None])
+    return pit_check(ctx, ctx.settings(law_settings(ctx.quick)), [None])

@@ -1,0 +1,397 @@
+"""vLLM's speculative methods as built-in engines, through its CPU build (``verispec[vllm]``).
+
+Each engine starts one ``vllm.LLM`` in the engine worker's process (the engine core runs in
+that process: ``VLLM_ENABLE_V1_MULTIPROCESSING=0``), on float32 checkpoints of the model pair
+(:func:`verispec.engines.models.checkpoint_dirs`), with ``skip_tokenizer_init=True`` and
+prompt token ids. The rejection sampler under test is vLLM's own: on CPU its Triton kernels are
+replaced by vLLM's CPU implementations (``vllm/platforms/cpu.py``).
+
+* ``vllm-draft``: ``method="draft_model"``, the draft drafts by argmax (vLLM's default
+  ``draft_sample_method="greedy"``) and the rejection sampler gets no draft law: a point mass.
+* ``vllm-draft-probs``: the same with ``draft_sample_method="probabilistic"``: the draft
+  samples at the request's temperature and hands its probabilities to the rejection sampler.
+* ``vllm-ngram``: ``method="ngram"`` (prompt lookup), point-mass drafts.
+* ``vllm-scripted``: ``method="custom_class"`` with :class:`~verispec.engines.vllm_proposer.ScriptedProposer`,
+  which puts the first rejection at a scripted position (see there for what vLLM allows).
+
+The baseline (``target-logits``) is a plain transformers forward pass on the same checkpoint;
+at start the adapter compares it with vLLM's own prompt log-probabilities on a probe and
+refuses to run when they differ by more than :data:`LOGPROB_TOLERANCE`.
+
+What the speculative path takes of a request's settings (read from vLLM 0.32 source):
+temperature, top-k, top-p, the per-request seed (the rejection sampler's uniforms and the
+recovered and bonus tokens) and frequency, presence and repetition penalties; min-p and
+logit bias are refused with speculation on (``SamplingParams._validate_spec_decode``). The
+probabilistic draft uses the temperature only and ignores the seed (vLLM's own TODO in
+``compute_probs_and_sample_next_token``). Those the engine cannot take are declared in
+:data:`UNSUPPORTED` and the checks leave them out, saying why.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from verispec.engines.protocol import Completion, Request, RoundStat
+from verispec.engines.registry import builtin_engine
+from verispec.errors import UsageError
+
+__all__ = ["LOGPROB_TOLERANCE", "UNSUPPORTED", "VLLMEngine", "make_vllm"]
+
+#: The largest difference (nats) allowed between vLLM's prompt log-probabilities and the
+#: transformers baseline on the same float32 weights, over the probe's top tokens.
+LOGPROB_TOLERANCE = 1e-3
+
+#: Sampling settings vLLM's speculative path does not take, with the reason.
+UNSUPPORTED: dict[str, str] = {
+    "min_p": "vLLM refuses min_p with speculative decoding ('The min_p and logit_bias sampling parameters "
+    "are not yet supported with speculative decoding', SamplingParams._validate_spec_decode)",
+    "top_k": "vLLM's CPU build crashes on every speculative step with top-k and no drafts in the batch "
+    "(the prefill step included): apply_top_k_only calls k.max() on an empty tensor "
+    "(docs/audits/vllm.md, 'top-k crash', has the three-line reproduction)",
+}
+
+#: KV cache reserved per engine (bytes): the models are small; vLLM's default takes most of RAM.
+KV_CACHE_BYTES = 1 << 28
+#: Tokens a request emits after which a draft method has certainly proposed drafts.
+MIN_DRAFTED = 3
+MAX_MODEL_LEN = 1024
+
+METHODS = {
+    "vllm-draft": "draft_model",
+    "vllm-draft-probs": "draft_model",
+    "vllm-ngram": "ngram",
+    "vllm-scripted": "custom_class",
+}
+
+_COMMON = ("target-logits", "seeded", "batch", "penalties")
+
+
+class VLLMEngine:
+    """One vLLM speculative method on a model pair."""
+
+    def __init__(
+        self,
+        name: str,
+        method: str,
+        pair: Any,
+        target_dir: Path,
+        draft_dir: Path,
+        *,
+        gamma: int = 3,
+        seed: int = 0,
+        speculative: dict[str, Any] | None = None,
+        capabilities: Sequence[str] | frozenset[str] = _COMMON,
+    ) -> None:
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+        import torch
+        from vllm import LLM
+
+        self.torch = torch
+        self.name = name
+        self.method = method
+        self.gamma = gamma
+        self.pair = pair
+        self.target = pair.target
+        self.vocab_size = pair.vocab_size
+        self.capabilities = frozenset(capabilities)
+        self.unsupported = dict(UNSUPPORTED)
+        self.prompts = list(pair.prompts)
+        self.prompt_kinds = list(pair.prompt_kinds)
+        config: dict[str, Any] = {"method": method, "num_speculative_tokens": gamma, **(speculative or {})}
+        if method == "draft_model":
+            config["model"] = str(draft_dir)
+        try:
+            self.llm = LLM(
+                model=str(target_dir),
+                skip_tokenizer_init=True,
+                dtype="float32",
+                max_model_len=MAX_MODEL_LEN,
+                speculative_config=config,
+                seed=seed,
+                enforce_eager=True,
+                kv_cache_memory_bytes=KV_CACHE_BYTES,
+                gpu_memory_utilization=0.2,
+                disable_log_stats=False,
+                max_logprobs=20,
+            )
+        except (ValueError, RuntimeError, NotImplementedError) as exc:
+            raise UsageError(f"vLLM refused to start {name} on {target_dir}: {exc}") from None
+        self.baseline_gap = self._compare_baseline()
+        self.notes = [
+            f"vLLM {self._version()} {method} (gamma {gamma}); baseline: transformers on the same float32 "
+            f"checkpoint, largest gap to vLLM's prompt log-probabilities {self.baseline_gap:.2e} nats "
+            f"(tolerance {LOGPROB_TOLERANCE:g})"
+        ]
+
+    @staticmethod
+    def _version() -> str:
+        import vllm
+
+        return str(vllm.__version__)
+
+    # ----------------------------------------------------------------- baseline
+    def target_logits_along(self, prompt: Any, tokens: Any) -> Any:
+        from verispec.engines.reference import along
+
+        return along(self.target, prompt, tokens)
+
+    def draft_logits_along(self, prompt: Any, tokens: Any) -> Any:
+        from verispec.engines.reference import along
+
+        return along(self.pair.draft, prompt, tokens)
+
+    def _compare_baseline(self) -> float:
+        """The largest gap between vLLM's prompt log-probabilities and the baseline's on a
+        probe sequence; over :data:`LOGPROB_TOLERANCE` the baseline is not this engine's model."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        torch = self.torch
+        fallback = [3 + (7 * i) % (self.vocab_size - 3) for i in range(12)]
+        probe = list(self.prompts[0]) if self.prompts else fallback
+        params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=20, detokenize=False)
+        out = self.llm.generate([TokensPrompt(prompt_token_ids=probe)], params, use_tqdm=False)[0]
+        logits = self.target_logits_along(probe[:1], probe[1:])
+        ours = torch.log_softmax(torch.as_tensor(logits, dtype=torch.float64), dim=-1)
+        gap = 0.0
+        for i, entry in enumerate(out.prompt_logprobs[1:]):
+            for token, lp in (entry or {}).items():
+                gap = max(gap, abs(float(lp.logprob) - float(ours[i, int(token)])))
+        if gap > LOGPROB_TOLERANCE:
+            raise UsageError(
+                f"{self.name}: the transformers baseline differs from vLLM's prompt log-probabilities by "
+                f"{gap:.3g} nats (tolerance {LOGPROB_TOLERANCE:g}): the baseline is not this engine's model"
+            )
+        return gap
+
+    # ----------------------------------------------------------------- generate
+    def _params(self, request: Request) -> Any:
+        from vllm import SamplingParams
+
+        s = request.sampling
+        for feature, reason in self.unsupported.items():
+            if getattr(s, feature) is not None:
+                raise UsageError(f"{self.name} does not take {feature}: {reason}")
+        return SamplingParams(
+            n=1,
+            max_tokens=request.max_new_tokens,
+            temperature=0.0 if s.greedy else s.temperature,
+            top_k=0 if s.top_k is None else s.top_k,
+            top_p=1.0 if s.top_p is None else s.top_p,
+            frequency_penalty=s.frequency_penalty,
+            seed=request.seed,
+            stop_token_ids=list(request.stop_ids),
+            ignore_eos=True,
+            detokenize=False,
+        )
+
+    def generate(self, requests: list[Request]) -> list[Completion]:
+        if any(not r.speculative for r in requests):
+            raise UsageError(
+                f"{self.name} has no non-speculative path (vLLM cannot turn speculation off per request)"
+            )
+        from vllm.inputs import TokensPrompt
+
+        before = self.counters()
+        outs = self.llm.generate(
+            [TokensPrompt(prompt_token_ids=list(r.prompt)) for r in requests],
+            [self._params(r) for r in requests],
+            use_tqdm=False,
+        )
+        completions = [self._completion(r, o) for r, o in zip(requests, outs, strict=True)]
+        self._require_drafts(before, requests, completions)
+        return completions
+
+    @staticmethod
+    def _completion(request: Request, out: Any) -> Completion:
+        tokens = [int(t) for t in out.outputs[0].token_ids]
+        stopped = out.outputs[0].finish_reason == "stop"
+        return Completion(tokens, "stop" if stopped else "length")
+
+    def counters(self) -> dict[str, Any]:
+        """vLLM's spec-decode counters (cumulative): drafts, draft tokens, accepted tokens and
+        accepted tokens per position."""
+        out: dict[str, Any] = {}
+        for metric in self.llm.get_metrics():
+            if metric.name.startswith("vllm:spec_decode_"):
+                key = metric.name.removeprefix("vllm:spec_decode_")
+                out[key] = list(metric.values) if hasattr(metric, "values") else metric.value
+        return out
+
+    def _require_drafts(
+        self, before: dict[str, Any], requests: list[Request], completions: list[Completion]
+    ) -> None:
+        """A draft method that proposed nothing while a request decoded several tokens has
+        silently turned speculation off (the drafter proposes after every step from the
+        first token on): fail rather than test the plain sampler."""
+        if self.method == "ngram" or max((len(c.tokens) for c in completions), default=0) < MIN_DRAFTED:
+            return  # prompt lookup proposes only where the text repeats
+        after = self.counters()
+        if after.get("num_drafts", 0) == before.get("num_drafts", 0):
+            raise UsageError(
+                f"{self.name}: vLLM's counters show no drafts over {len(requests)} requests: "
+                "speculation is off, so this would test the plain sampler"
+            )
+
+
+class VLLMScriptedEngine(VLLMEngine):
+    """``vllm-scripted``: scripted drafts through a custom proposer, and the rounds it saw."""
+
+    def generate(self, requests: list[Request]) -> list[Completion]:
+        from verispec.engines import vllm_proposer
+
+        groups: dict[str, list[int]] = {}
+        for i, r in enumerate(requests):
+            groups.setdefault(repr((r.script, r.sampling)), []).append(i)
+        out: list[Completion | None] = [None] * len(requests)
+        for indices in groups.values():
+            first = requests[indices[0]]
+            vllm_proposer.STATE.update(
+                script=first.script,
+                rounds={},
+                pending={},
+                logits=lambda ids: self.target_logits_along(ids[:1], [*ids[1:], 0])[-1],
+                impossible=lambda logits, ids, r=first: self._impossible(logits, ids, r),
+            )
+            batch = [requests[i] for i in indices]
+            for i, completion in zip(indices, VLLMEngine.generate(self, batch), strict=True):
+                completion.rounds = self._rounds(requests[i], completion)
+                out[i] = completion
+        return [c for c in out if c is not None]
+
+    def _require_drafts(
+        self, before: dict[str, Any], requests: list[Request], completions: list[Completion]
+    ) -> None:
+        if requests[0].script:
+            super()._require_drafts(before, requests, completions)
+
+    @staticmethod
+    def _impossible(logits: Any, ids: tuple[int, ...], request: Request) -> int | None:
+        import numpy as np
+
+        from verispec.core.transforms import apply_float
+
+        generated = list(ids[len(request.prompt) :])
+        row = np.asarray(request.sampling.penalise(np.asarray(logits, dtype=np.float64), generated))
+        row = np.exp(row - row.max())
+        p = apply_float(row / row.sum(), request.sampling.config())
+        zero = np.flatnonzero(p == 0)
+        return int(zero[0]) if zero.size else None
+
+    @staticmethod
+    def _rounds(request: Request, completion: Completion) -> list[RoundStat]:
+        from verispec.engines import vllm_proposer
+
+        seen = vllm_proposer.STATE["rounds"]
+        sequence = (*request.prompt, *completion.tokens)
+        rounds = []
+        for end in range(len(request.prompt), len(sequence)):
+            for drafts, committed in seen.get(sequence[:end], [])[:1]:
+                rounds.append(RoundStat(end, committed - 1, committed, drafts))
+        return rounds
+
+
+def fix_cpu_expand() -> None:
+    """Patch vLLM's CPU ``expand_kernel`` override to write into its output (the fix of the bug
+    in docs/audits/vllm.md, 'uninitialised sampling parameters'), so that the rest of the
+    speculative path can be tested. Applied only when asked (``fixes=("cpu-expand",)``)."""
+    import torch
+    import vllm.utils.cpu_triton_utils as cpu
+
+    def expand(
+        output: Any, input_val: Any, cu_num_tokens: Any, replace_from: Any, replace_to: Any, *_: Any
+    ) -> None:
+        ends = cu_num_tokens
+        counts = (ends - torch.cat([ends.new_zeros(1), ends[:-1]])).long()
+        to = torch.as_tensor(replace_to, dtype=input_val.dtype)
+        replaced = torch.where(input_val == replace_from, to, input_val)
+        output.copy_(torch.repeat_interleave(replaced, counts, output_size=output.numel()))
+
+    cpu._expand_kernel_impl = expand
+
+
+#: Fixes of vLLM bugs a run may apply in the engine's process (``--fix NAME``), to test the rest.
+FIXES = {"cpu-expand": fix_cpu_expand}
+
+
+@builtin_engine(
+    "vllm-scripted",
+    summary="vLLM (CPU build) with verispec's custom proposer: the first rejection at a scripted position",
+    extra="vllm",
+    capabilities=(*_COMMON, "scripted-drafts", "round-stats"),
+    mutants_of="vllm-draft",
+    variant="vllm-scripted",
+    speculative={"model": "verispec.engines.vllm_proposer.ScriptedProposer"},
+)
+@builtin_engine(
+    "vllm-ngram",
+    summary="vLLM (CPU build) prompt lookup (method ngram); point-mass q",
+    extra="vllm",
+    capabilities=_COMMON,
+    mutants_of="vllm-draft",
+    variant="vllm-ngram",
+    speculative={"prompt_lookup_max": 3, "prompt_lookup_min": 1},
+)
+@builtin_engine(
+    "vllm-draft-probs",
+    summary="vLLM (CPU build) with a draft model that samples its drafts and hands their law on",
+    extra="vllm",
+    capabilities=(*_COMMON, "draft-model"),
+    mutants_of="vllm-draft",
+    variant="vllm-draft-probs",
+    speculative={"draft_sample_method": "probabilistic"},
+)
+@builtin_engine(
+    "vllm-draft",
+    summary="vLLM (CPU build) with a draft model; argmax drafts, point-mass q",
+    extra="vllm",
+    capabilities=(*_COMMON, "draft-model"),
+    variant="vllm-draft",
+)
+def make_vllm(
+    *,
+    variant: str = "vllm-draft",
+    size: str = "ci-wide",
+    seed: int = 0,
+    gamma: int = 3,
+    target: str | None = None,
+    draft: str | None = None,
+    speculative: dict[str, Any] | None = None,
+    mutations: Sequence[str] = (),
+    fixes: Sequence[str] = (),
+) -> VLLMEngine:
+    """A vLLM speculative method on the pair ``size`` (or the checkpoints ``target``/``draft``),
+    with the planted bugs ``mutations`` patched into vLLM in this process."""
+    from verispec.controls.mutants import plant
+    from verispec.engines import registry
+    from verispec.engines.models import checkpoint_dirs, load_pair
+
+    plant("vllm-draft", mutations)  # every vLLM method shares the rejection sampler
+    for fix in fixes:
+        if fix not in FIXES:
+            raise UsageError(f"fix={fix!r} is not one of {', '.join(FIXES)}")
+        FIXES[fix]()
+    target_dir, draft_dir = checkpoint_dirs(size, seed=seed, target=target, draft=draft)
+    pair = load_pair(size, seed=seed, target=target, draft=draft)
+    cls = VLLMScriptedEngine if variant == "vllm-scripted" else VLLMEngine
+    capabilities = registry.get(variant).capabilities
+    engine = cls(
+        variant,
+        METHODS[variant],
+        pair,
+        target_dir,
+        draft_dir,
+        gamma=gamma,
+        seed=seed,
+        speculative=speculative,
+        capabilities=capabilities,
+    )
+    if mutations:
+        engine.name += f"[{','.join(sorted(mutations))}]"
+    if fixes:
+        engine.name += f"+fix[{','.join(sorted(fixes))}]"
+    return engine

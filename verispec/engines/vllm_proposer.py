@@ -1,0 +1,78 @@
+"""A vLLM custom proposer that scripts where a round's first rejection falls.
+
+vLLM loads it by path (``speculative_config={"method": "custom_class", "model":
+"verispec.engines.vllm_proposer.ScriptedProposer"}``) in the engine core, which the adapter
+runs in its own process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``), so the adapter hands the
+script over through :data:`STATE` before each ``generate`` call.
+
+vLLM gives a custom proposer's drafts no draft law (``draft_probs`` is ``None``): the
+rejection sampler treats each draft as a point mass and accepts it with probability
+``p(draft)``. So a draft cannot be made certain to pass; before the scripted position this
+proposer drafts the target's most likely token (accepted with probability ``max p``), at the
+position a token the target cannot emit under the request's settings (always rejected),
+and nothing after it. The first rejection therefore falls at the scripted position or before
+it, and the rounds it observes (:data:`STATE` ``rounds``) say where.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["STATE", "ScriptedProposer"]
+
+#: Set by the adapter around each generate call: ``script`` (the request's script),
+#: ``logits`` (committed ids -> the target's next-token logits), ``impossible`` (logits ->
+#: a token the settings give probability 0, or None), ``gamma``; filled by the proposer:
+#: ``rounds`` (committed prefix -> list of (drafts, committed count)).
+STATE: dict[str, Any] = {"script": None, "rounds": {}, "pending": {}}
+
+
+class ScriptedProposer:
+    """``propose`` drafts by :data:`STATE`'s script; without a script it drafts nothing."""
+
+    def __init__(self, vllm_config: Any) -> None:
+        self.gamma = int(vllm_config.speculative_config.num_speculative_tokens)
+
+    def load_model(self, *args: Any, **kwargs: Any) -> None:
+        """vLLM loads a drafter's model at start-up; this one has none (the adapter computes
+        the target's conditionals)."""
+
+    def propose(
+        self,
+        sampled_token_ids: list[list[int]],
+        num_tokens_no_spec: Any,
+        token_ids_cpu: Any,
+        slot_mappings: Any = None,
+    ) -> list[list[int]]:
+        drafts: list[list[int]] = []
+        pending: dict[tuple[int, ...], list[int]] = STATE["pending"]
+        for row, sampled in enumerate(sampled_token_ids):
+            n = int(num_tokens_no_spec[row])
+            committed = tuple(int(t) for t in token_ids_cpu[row, :n])
+            before = committed[: n - len(sampled)]
+            proposed = pending.pop(before, None)
+            if proposed is not None and sampled:
+                STATE["rounds"].setdefault(before, []).append((tuple(proposed), len(sampled)))
+            drafts.append(self._draft(committed) if sampled else [])
+            if drafts[-1]:
+                pending[committed] = drafts[-1]
+        return drafts
+
+    def _draft(self, committed: tuple[int, ...]) -> list[int]:
+        script = STATE.get("script")
+        if not script:
+            return []
+        position = self.gamma if script.get("kind") == "full-acceptance" else int(script["position"])
+        out: list[int] = []
+        for i in range(min(position, self.gamma) + 1):
+            if i == self.gamma:
+                break
+            logits = STATE["logits"]((*committed, *out))
+            if i < position:
+                out.append(int(logits.argmax()))
+                continue
+            token = STATE["impossible"](logits, (*committed, *out))
+            if token is None:
+                break
+            out.append(int(token))
+        return out
