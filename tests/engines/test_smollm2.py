@@ -40,10 +40,12 @@ def test_converted_once_with_real_prompts_and_the_layer_skip_draft() -> None:
 @pytest.mark.statistical
 def test_quick_checks_of_prompt_lookup_on_the_trained_model(tmp_path) -> None:
     from verispec.conformance.runner import conform
+    from verispec.stats.constants import PER_TEST_ALPHA
 
     run = conform(
         "hf-lookup",
         quick=True,
+        alpha=PER_TEST_ALPHA,
         options={"size": "smollm2"},
         checks=["greedy-equivalence", "sampling-law", "ids-in-vocab"],
         out=tmp_path,

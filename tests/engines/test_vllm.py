@@ -12,9 +12,12 @@ import pytest
 pytest.importorskip("vllm")
 torch = pytest.importorskip("torch")
 
+from verispec.stats.constants import PER_TEST_ALPHA  # noqa: E402
+
 pytestmark = pytest.mark.vllm
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")  # inside vLLM's imports
 def test_the_cpu_expand_fix_writes_each_requests_value_to_its_tokens() -> None:
     from verispec.engines.vllm_engines import fix_cpu_expand
 
@@ -36,7 +39,9 @@ def test_the_cpu_expand_fix_writes_each_requests_value_to_its_tokens() -> None:
 def test_quick_suite_on_vllm_ngram_with_the_fix(tmp_path) -> None:
     from verispec.conformance.runner import conform
 
-    run = conform("vllm-ngram", quick=True, options={"fixes": ["cpu-expand"]}, out=tmp_path / "r")
+    run = conform(
+        "vllm-ngram", quick=True, alpha=PER_TEST_ALPHA, options={"fixes": ["cpu-expand"]}, out=tmp_path / "r"
+    )
     statuses = {r.name: r.status for r in run.results}
     assert statuses["sampling-law"] == "pass", run.results
     assert statuses["first-token-law"] == "pass"
