@@ -34,7 +34,10 @@ def acceptance(tokens: int = 96) -> None:
     from verispec.engines.vllm_engines import make_vllm
 
     print("== acceptance per draft position (vLLM counters), SmolLM2-135M-Instruct, gamma 3")
-    print(f"{'method':<18}{'prompts':<9}{'T':<5}{'per position':<24}{'mean accepted/draft':<21}article")
+    print(
+        f"{'method':<18}{'prompts':<9}{'T':<5}{'rounds':>7}{'output':>8}  {'per position':<20}"
+        f"{'accepted/drafted':<18}{'tokens/round':<14}article"
+    )
     for variant in ("vllm-draft", "vllm-ngram"):
         engine = make_vllm(variant=variant, size="smollm2", fixes=("cpu-expand",))
         for kind in ("rewrite", "open"):
@@ -45,9 +48,10 @@ def acceptance(tokens: int = 96) -> None:
                     SamplingParams(max_tokens=tokens, temperature=temperature, seed=i, detokenize=False)
                     for i in range(len(prompts))
                 ]
-                engine.llm.generate(
+                outs = engine.llm.generate(
                     [TokensPrompt(prompt_token_ids=list(p)) for p in prompts], params, use_tqdm=False
                 )
+                output = sum(len(o.outputs[0].token_ids) for o in outs)
                 after = engine.counters()
                 drafts = after.get("num_drafts", 0) - before.get("num_drafts", 0)
                 per_pos = [
@@ -64,7 +68,12 @@ def acceptance(tokens: int = 96) -> None:
                 greedy, sampled, lookup = ARTICLE[kind]
                 article = lookup if variant == "vllm-ngram" else (greedy if temperature == 0 else sampled)
                 cells = ", ".join(f"{x:.2f}" for x in per_pos)
-                print(f"{variant:<18}{kind:<9}{temperature:<5g}{cells:<24}{rate:<21.3f}{article:.2f}")
+                # committed tokens per round with drafts: its accepted drafts plus one
+                per_round = (accepted + drafts) / drafts if drafts else 0.0
+                print(
+                    f"{variant:<18}{kind:<9}{temperature:<5g}{drafts:>7}{output:>8}  {cells:<20}"
+                    f"{rate:<18.3f}{per_round:<14.2f}{article:.2f}"
+                )
         del engine
     print(
         "(article: Qwen2.5-1.5B-Instruct with its 0.5B base model as draft, per-position rates of one "

@@ -37,8 +37,7 @@ def test_converted_once_with_real_prompts_and_the_layer_skip_draft() -> None:
     assert tokenizer.decode([int(law.argmax())]) == " Paris" and 0.7 < float(law.max()) < 0.85
 
 
-@pytest.mark.statistical
-def test_quick_checks_of_prompt_lookup_on_the_trained_model(tmp_path) -> None:
+def _quick(checks: list[str], tmp_path) -> dict[str, str]:
     from verispec.conformance.runner import conform
     from verispec.stats.constants import PER_TEST_ALPHA
 
@@ -47,12 +46,23 @@ def test_quick_checks_of_prompt_lookup_on_the_trained_model(tmp_path) -> None:
         quick=True,
         alpha=PER_TEST_ALPHA,
         options={"size": "smollm2"},
-        checks=["greedy-equivalence", "sampling-law", "ids-in-vocab"],
+        checks=checks,
         out=tmp_path,
         timeout_s=600,
     )
-    assert {r.name: r.status for r in run.results} == {
-        "greedy-equivalence": "pass",
-        "sampling-law": "pass",
-        "ids-in-vocab": "pass",
-    }, [r.to_json() for r in run.results]
+    return {r.name: f"{r.status}: {r.reason}" for r in run.results}
+
+
+def test_greedy_and_ids_of_prompt_lookup_on_the_trained_model(tmp_path) -> None:
+    """The run CI affords (about 30 s): greedy speculation equals the token-by-token greedy
+    baseline on real text prompts (this caught the adapters' missing attention mask)."""
+    results = _quick(["greedy-equivalence", "ids-in-vocab"], tmp_path)
+    assert all(v.startswith("pass") for v in results.values()), results
+
+
+@pytest.mark.slow
+@pytest.mark.statistical
+def test_sampling_law_of_prompt_lookup_on_the_trained_model(tmp_path) -> None:
+    """About 3 minutes on 2 cores: transformers generates one request at a time."""
+    results = _quick(["sampling-law"], tmp_path)
+    assert results["sampling-law"].startswith("pass"), results
