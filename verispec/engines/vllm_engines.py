@@ -154,7 +154,10 @@ class VLLMEngine:
         fallback = [3 + (7 * i) % (self.vocab_size - 3) for i in range(12)]
         probe = list(self.prompts[0]) if self.prompts else fallback
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=20, detokenize=False)
-        out = self.llm.generate([TokensPrompt(prompt_token_ids=probe)], params, use_tqdm=False)[0]
+        try:  # the first forward pass: where vLLM refuses a shape its kernels lack
+            out = self.llm.generate([TokensPrompt(prompt_token_ids=probe)], params, use_tqdm=False)[0]
+        except RuntimeError as exc:
+            raise UsageError(f"vLLM cannot run {self.name} on this model: {exc}") from None
         logits = self.target_logits_along(probe[:1], probe[1:])
         ours = torch.log_softmax(torch.as_tensor(logits, dtype=torch.float64), dim=-1)
         gap = 0.0
