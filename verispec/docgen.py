@@ -104,7 +104,8 @@ def checks() -> str:
             c.name,
             c.family,
             c.description,
-            ", ".join(sorted(c.needs)) or "none",
+            ", ".join([*sorted(c.needs), *([" or ".join(sorted(c.needs_one_of))] if c.needs_one_of else [])])
+            or "none",
             "yes" if c.statistical else "no",
             c.effect.describe(),
             ", ".join(_code(m.split(":", 1)[1]) for m in c.mutants),
@@ -130,7 +131,7 @@ def capabilities() -> str:
     from verispec.engines.protocol import CAPABILITIES
 
     rows = [
-        [_code(name), promise, ", ".join(c.name for c in all_checks() if name in c.needs)]
+        [_code(name), promise, ", ".join(c.name for c in all_checks() if name in c.needs | c.needs_one_of)]
         for name, promise in CAPABILITIES.items()
     ]
     return _table(["capability", "what the engine promises", "checks that need it"], rows)
@@ -143,7 +144,7 @@ def engines() -> str:
         [
             _code(e.name),
             e.summary,
-            f"`pip install 'verispec[{e.extra}]'`" if e.extra else "",
+            e.install if e.extra in registry.EXTRA_INSTALL else f"`{e.install}`" if e.install else "",
             ", ".join(sorted(e.capabilities)),
             len(e.mutants),
         ]

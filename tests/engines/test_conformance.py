@@ -40,14 +40,24 @@ def test_dkw_plan_matches_tfp() -> None:
     assert dkw_sample_size(0.1, 1e-6, 0.99) == 2902
 
 
-#: vLLM's engines run where its CPU build is installed, with the fix of its CPU expand bug
-#: (docs/audits/vllm.md) and the project's manifest of documented failures.
-_VLLM = pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="needs verispec[vllm]")
+#: vLLM's engines run where its CPU build (and, for suffix decoding, Arctic Inference) is
+#: installed, with the fix of its CPU expand bug (docs/audits/vllm.md) and the project's
+#: manifest of documented failures.
 MANIFEST = Path(__file__).resolve().parents[2] / "conformance" / "expected-failures.toml"
 
 
+def _marks(engine: str) -> list[Any]:
+    entry = registry.get(engine)
+    modules = registry.EXTRA_MODULES.get(entry.extra or "", ())
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    marks: list[Any] = [pytest.mark.vllm] if engine.startswith("vllm") else []
+    if missing:
+        marks.append(pytest.mark.skip(reason=f"needs {', '.join(missing)}: {entry.install}"))
+    return marks
+
+
 def _engine_param(name: str) -> Any:
-    return pytest.param(name, marks=[pytest.mark.vllm, _VLLM]) if name.startswith("vllm") else name
+    return pytest.param(name, marks=_marks(name))
 
 
 @pytest.mark.statistical
@@ -76,8 +86,7 @@ def _pairs(mutant: Mutant) -> list[tuple[Mutant, str]]:
 CAUGHT = [pair for m in engine_mutants() for pair in _pairs(m)]
 #: vLLM's records run only where its CPU build is installed (the vllm marker).
 CAUGHT_PARAMS = [
-    pytest.param(m, c, id=f"{m.name}-{c}", marks=[pytest.mark.vllm, _VLLM] if "vllm" in str(m.engine) else [])
-    for m, c in CAUGHT
+    pytest.param(m, c, id=f"{m.name}-{c}", marks=_marks(m.engine or "reference")) for m, c in CAUGHT
 ]
 
 

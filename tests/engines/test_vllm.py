@@ -1,11 +1,14 @@
 """vLLM's speculative methods through its CPU build (skipped where the extra is not installed).
 
-What the quick suite finds on vLLM 0.32 is in docs/audits/vllm.md; these tests pin the two
-facts the adapter relies on: the ``cpu-expand`` fix expands per-request settings to per-token
-ones; with it every vLLM engine passes (``test_builtin_engines_pass`` in test_conformance.py).
+What the suite finds on vLLM 0.32 is in docs/audits/vllm.md; these tests pin the facts the
+adapter relies on: the ``cpu-expand`` fix expands per-request settings to per-token ones (with
+it every vLLM engine passes: ``test_builtin_engines_pass`` in test_conformance.py), and the
+rounds recorded from vLLM's scheduler follow each output and are held to vLLM's counters.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import pytest
 
@@ -31,3 +34,37 @@ def test_the_cpu_expand_fix_writes_each_requests_value_to_its_tokens() -> None:
     assert expand_batch_to_tokens(torch.tensor([0.0, 0.7]), torch.tensor([1, 3]), 3, 0, 1).tolist() == (
         pytest.approx([1.0, 0.7, 0.7])
     )
+
+
+@pytest.fixture(scope="module")
+def draft_engine():
+    from verispec.engines.vllm_engines import make_vllm
+
+    return make_vllm(variant="vllm-draft", size="ci-wide", fixes=("cpu-expand",))
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
+def test_rounds_recorded_from_the_scheduler_chain_through_each_output(draft_engine) -> None:
+    """A draft model drafts on every step after the prefill one, so a request's rounds start
+    right after its first token and each starts where the one before committed; their sums
+    agree with vLLM's counters (generate raises otherwise)."""
+    from verispec.engines.protocol import Request, Sampling
+
+    requests = [Request((3, 5, 7, 9 + i), 16, Sampling(1.0), seed=i) for i in range(4)]
+    for request, completion in zip(requests, draft_engine.generate(requests), strict=True):
+        rounds = completion.rounds
+        assert rounds, "no rounds recorded"
+        assert rounds[0].start == len(request.prompt) + 1
+        for before, after in itertools.pairwise(rounds):
+            assert after.start == before.start + before.committed
+        for r in rounds:
+            assert r.committed == r.accepted + 1 and 1 <= len(r.drafts) <= draft_engine.gamma
+        assert rounds[-1].start - len(request.prompt) < len(completion.tokens)
+
+
+def test_rounds_that_disagree_with_vllms_counters_are_an_error(draft_engine) -> None:
+    from verispec.engines.protocol import Completion, RoundStat
+
+    fake = [Completion([1, 2, 3], "length", rounds=[RoundStat(5, 1, 2, (4, 6, 8))])]
+    with pytest.raises(RuntimeError, match="do not add up to vLLM's spec-decode counters"):
+        draft_engine._check_counters(draft_engine.counters(), fake)

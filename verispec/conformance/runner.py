@@ -220,14 +220,14 @@ def conform(
         )
         run.notes = list(proxy.notes)
         listed = for_engine(entries, engine=engine, name=proxy.name)
-        runnable = [c for c in selected if c.needs <= proxy.capabilities]
+        runnable = [c for c in selected if not c.missing(proxy.capabilities)]
         shares = budget.split([c.name for c in runnable if c.statistical])
         writer = _Writer(Path(out)) if out else None
         mismatch = _vocabulary_mismatch(proxy)
         for check in selected:
             if on_start:
                 on_start(check.name)
-            missing = sorted(check.needs - proxy.capabilities)
+            missing = check.missing(proxy.capabilities)
             calls_before, t0 = proxy.calls, time.perf_counter()
             ctx = Context(
                 proxy,

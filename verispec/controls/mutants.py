@@ -361,6 +361,33 @@ def _vllm_recovered_from_target(original: Any) -> Any:
     return recovered
 
 
+def _vllm_draft_probs_dropped(original: Any) -> Any:
+    def rejection_sample(
+        draft_token_ids: Any,
+        num_draft_tokens: list[int],
+        max_spec_len: int,
+        cu_num_draft_tokens: Any,
+        draft_probs: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        # the bug: the draft's probabilities lost on the way, so each sampled draft is
+        # verified as a point mass
+        return original(
+            draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, None, *args, **kwargs
+        )
+
+    return rejection_sample
+
+
+def _vllm_zero_uniforms(original: Any) -> Any:
+    def uniforms(*args: Any, **kwargs: Any) -> Any:
+        # the bug: the acceptance uniforms all 0, so every draft passes its test
+        return original(*args, **kwargs).zero_()
+
+    return uniforms
+
+
 def _vllm_no_constraints(original: Any) -> Any:
     return lambda logits, cu_num_draft_tokens, sampling_metadata: logits
 
@@ -685,6 +712,30 @@ ENGINE_MUTANTS: tuple[Mutant, ...] = (
         source="vllm-project/vllm #9834 -> PR #10198",
         caught_by=("sampling-law",),
         engine="vllm-draft",
+        fixes=("cpu-expand",),
+    ),
+    _engine(
+        "always-accept",
+        "vllm.v1.sample.rejection_sampler.generate_uniform_probs",
+        _patch_vllm("generate_uniform_probs", _vllm_zero_uniforms),
+        mechanism="vLLM's acceptance uniforms fixed at 0: every draft accepted (the point-mass test "
+        "p(x) >= u always passes)",
+        source="vllm-project/vllm-ascend #13730",
+        # sampling-law catches it too (docs/audits/vllm.md); the record tests the point-mass
+        # accounting, and each listed check costs CI a vLLM start
+        caught_by=("acceptance-accounting",),
+        engine="vllm-draft",
+        fixes=("cpu-expand",),
+    ),
+    _engine(
+        "draft-probs-none",
+        "vllm.v1.sample.rejection_sampler.rejection_sample",
+        _patch_vllm("rejection_sample", _vllm_draft_probs_dropped),
+        mechanism="vLLM's sampled drafts verified as point masses (draft_probs=None reaches the "
+        "rejection sampler)",
+        source="vllm-project/vllm #40149 -> PR #40269",
+        caught_by=("acceptance-accounting",),
+        engine="vllm-draft-probs",
         fixes=("cpu-expand",),
     ),
     _engine(

@@ -43,6 +43,9 @@ CAPABILITIES: dict[str, str] = {
     "non-speculative": "`Request(speculative=False)` decodes token by token with the same model",
     "seeded": "the same request and seed give the same tokens",
     "draft-model": "exposes the draft model's logits (`draft_logits_along` or `draft_logits`)",
+    "point-mass-drafts": "the verifier receives no draft law: each draft is a point mass (q = 1 at the "
+    "draft), accepted with probability p(draft); with `draft-model` the drafts are the draft model's "
+    "argmax",
     "batch": "`generate` takes several requests at once and gives each row its own tokens, however "
     "ragged the rows' lengths and acceptance",
     "penalties": "applies `Sampling.frequency_penalty` on every path (every logit lowered by the "

@@ -32,6 +32,13 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "torch": ("torch",),
     "transformers": ("torch", "transformers"),
     "vllm": ("torch", "transformers", "vllm"),
+    "vllm-suffix": ("torch", "transformers", "vllm", "arctic_inference"),
+}
+
+#: Install commands for what ``pip install 'verispec[extra]'`` cannot provide.
+EXTRA_INSTALL: dict[str, str] = {
+    "vllm-suffix": "pip install 'verispec[vllm]', then arctic-inference==0.3.0 built from its source against "
+    "the CPU torch (it publishes no wheel; docs/reference/vllm.md, 'Suffix decoding', has the commands)",
 }
 
 
@@ -55,18 +62,25 @@ class BuiltinEngine:
         self.require()
         return self.factory(**{**self.options, **kwargs})
 
+    @property
+    def install(self) -> str:
+        """The command that installs what the engine needs ("" when nothing)."""
+        if not self.extra:
+            return ""
+        return EXTRA_INSTALL.get(self.extra, f"pip install 'verispec[{self.extra}]'")
+
     def require(self) -> None:
         """Raise :class:`MissingDependency` (exit code 4) when the extra is not installed."""
         for module in EXTRA_MODULES.get(self.extra or "", ()):
             if importlib.util.find_spec(module) is None:
-                raise MissingDependency(module, self.extra or module)
+                raise MissingDependency(module, self.extra or module, self.install)
 
     @property
     def mutants(self) -> list[str]:
         """The planted bugs of the controls catalog this engine takes (``--mutation``)."""
         from verispec.controls.mutants import engine_mutants
 
-        return [m.subject for m in engine_mutants(self.mutants_of or self.name)]
+        return [m.subject for m in engine_mutants() if m.engine in {self.name, self.mutants_of}]
 
 
 _ENGINES: dict[str, BuiltinEngine] = {}

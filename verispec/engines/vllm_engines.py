@@ -11,6 +11,9 @@ replaced by vLLM's CPU implementations (``vllm/platforms/cpu.py``).
 * ``vllm-draft-probs``: the same with ``draft_sample_method="probabilistic"``: the draft
   samples at the request's temperature and hands its probabilities to the rejection sampler.
 * ``vllm-ngram``: ``method="ngram"`` (prompt lookup), point-mass drafts.
+* ``vllm-suffix``: ``method="suffix"`` (suffix decoding, Arctic Inference's suffix trees over the
+  prompt and past responses), point-mass drafts of varying length; needs ``arctic_inference``,
+  built from its source (docs/reference/vllm.md).
 * ``vllm-scripted``: ``method="custom_class"`` with :class:`~verispec.engines.vllm_proposer.ScriptedProposer`,
   which puts the first rejection at a scripted position (see there for what vLLM allows).
 
@@ -63,10 +66,46 @@ METHODS = {
     "vllm-draft": "draft_model",
     "vllm-draft-probs": "draft_model",
     "vllm-ngram": "ngram",
+    "vllm-suffix": "suffix",
     "vllm-scripted": "custom_class",
 }
 
-_COMMON = ("target-logits", "seeded", "batch", "penalties")
+_COMMON = ("target-logits", "seeded", "batch", "penalties", "round-stats")
+
+#: The rounds vLLM's scheduler verified during the current ``generate`` call, by vLLM's
+#: internal request id (filled by :func:`record_rounds`).
+ROUNDS: dict[str, list[RoundStat]] = {}
+
+
+def record_rounds() -> None:
+    """Wrap vLLM's ``Scheduler.update_from_output`` (once per process) so that every step
+    that verified drafts leaves a round in :data:`ROUNDS`: the request's committed length
+    before the step, the drafts the scheduler sent to verification, and the tokens the step
+    committed (accepted drafts + 1). The record is the scheduler's own view, the same one
+    vLLM's spec-decode counters are built from (``VLLMEngine._check_counters`` holds them
+    to each other)."""
+    from vllm.v1.core.sched.scheduler import Scheduler
+
+    original = Scheduler.update_from_output
+    if getattr(original, "verispec_records", False):
+        return
+
+    def update_from_output(self: Any, scheduler_output: Any, model_runner_output: Any) -> Any:
+        sampled = model_runner_output.sampled_token_ids
+        index = model_runner_output.req_id_to_index
+        for req_id, drafts in (scheduler_output.scheduled_spec_decode_tokens or {}).items():
+            request = self.requests.get(req_id)
+            if request is None or not drafts or not sampled or req_id not in index:
+                continue
+            committed = len(sampled[index[req_id]])
+            if committed:
+                ROUNDS.setdefault(req_id, []).append(
+                    RoundStat(request.num_tokens, committed - 1, committed, tuple(int(t) for t in drafts))
+                )
+        return original(self, scheduler_output, model_runner_output)
+
+    update_from_output.verispec_records = True  # type: ignore[attr-defined]
+    Scheduler.update_from_output = update_from_output
 
 
 class VLLMEngine:
@@ -87,6 +126,9 @@ class VLLMEngine:
     ) -> None:
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+        # vLLM itself under test, without the plugins installed beside it (Arctic Inference,
+        # which suffix decoding needs, registers one that patches vLLM); a user's own list wins
+        os.environ.setdefault("VLLM_PLUGINS", "")
         import torch
         from vllm import LLM
 
@@ -101,6 +143,7 @@ class VLLMEngine:
         self.unsupported = dict(UNSUPPORTED)
         self.prompts = list(pair.prompts)
         self.prompt_kinds = list(pair.prompt_kinds)
+        record_rounds()
         config: dict[str, Any] = {"method": method, "num_speculative_tokens": gamma, **(speculative or {})}
         if method == "draft_model":
             config["model"] = str(draft_dir)
@@ -200,20 +243,45 @@ class VLLMEngine:
         from vllm.inputs import TokensPrompt
 
         before = self.counters()
+        ROUNDS.clear()
         outs = self.llm.generate(
             [TokensPrompt(prompt_token_ids=list(r.prompt)) for r in requests],
             [self._params(r) for r in requests],
             use_tqdm=False,
         )
-        completions = [self._completion(r, o) for r, o in zip(requests, outs, strict=True)]
+        rounds: dict[str, list[RoundStat]] = {}
+        for internal, recorded in ROUNDS.items():
+            rounds.setdefault(internal.rsplit("-", 1)[0], []).extend(recorded)
+        completions = [
+            self._completion(r, o, rounds.get(o.request_id, [])) for r, o in zip(requests, outs, strict=True)
+        ]
+        self._check_counters(before, completions)
         self._require_drafts(before, requests, completions)
         return completions
 
     @staticmethod
-    def _completion(request: Request, out: Any) -> Completion:
+    def _completion(request: Request, out: Any, rounds: list[RoundStat]) -> Completion:
         tokens = [int(t) for t in out.outputs[0].token_ids]
         stopped = out.outputs[0].finish_reason == "stop"
-        return Completion(tokens, "stop" if stopped else "length")
+        return Completion(tokens, "stop" if stopped else "length", rounds=rounds)
+
+    def _check_counters(self, before: dict[str, Any], completions: list[Completion]) -> None:
+        """The rounds recorded from the scheduler must add up to vLLM's own spec-decode
+        counters over the call (drafts, draft tokens, accepted tokens); if they do not, the
+        record (or vLLM's accounting) is wrong and no check may read it."""
+        after = self.counters()
+        rounds = [r for c in completions for r in c.rounds or []]
+        recorded = {
+            "num_drafts": len(rounds),
+            "num_draft_tokens": sum(len(r.drafts) for r in rounds),
+            "num_accepted_tokens": sum(r.accepted for r in rounds),
+        }
+        counted = {key: after.get(key, 0) - before.get(key, 0) for key in recorded}
+        if counted != recorded:
+            raise RuntimeError(
+                f"{self.name}: the rounds recorded from vLLM's scheduler ({recorded}) do not add up to "
+                f"vLLM's spec-decode counters over the same call ({counted})"
+            )
 
     def counters(self) -> dict[str, Any]:
         """vLLM's spec-decode counters (cumulative): drafts, draft tokens, accepted tokens and
@@ -231,8 +299,10 @@ class VLLMEngine:
         """A draft method that proposed nothing while a request decoded several tokens has
         silently turned speculation off (the drafter proposes after every step from the
         first token on): fail rather than test the plain sampler."""
-        if self.method == "ngram" or max((len(c.tokens) for c in completions), default=0) < MIN_DRAFTED:
-            return  # prompt lookup proposes only where the text repeats
+        if self.method in ("ngram", "suffix"):
+            return  # prompt lookup and suffix trees propose only where the text repeats
+        if max((len(c.tokens) for c in completions), default=0) < MIN_DRAFTED:
+            return
         after = self.counters()
         if after.get("num_drafts", 0) == before.get("num_drafts", 0):
             raise UsageError(
@@ -242,7 +312,7 @@ class VLLMEngine:
 
 
 class VLLMScriptedEngine(VLLMEngine):
-    """``vllm-scripted``: scripted drafts through a custom proposer, and the rounds it saw."""
+    """``vllm-scripted``: scripted drafts through a custom proposer."""
 
     def generate(self, requests: list[Request]) -> list[Completion]:
         from verispec.engines import vllm_proposer
@@ -255,14 +325,11 @@ class VLLMScriptedEngine(VLLMEngine):
             first = requests[indices[0]]
             vllm_proposer.STATE.update(
                 script=first.script,
-                rounds={},
-                pending={},
                 logits=lambda ids: self.target_logits_along(ids[:1], [*ids[1:], 0])[-1],
                 impossible=lambda logits, ids, r=first: self._impossible(logits, ids, r),
             )
             batch = [requests[i] for i in indices]
             for i, completion in zip(indices, VLLMEngine.generate(self, batch), strict=True):
-                completion.rounds = self._rounds(requests[i], completion)
                 out[i] = completion
         return [c for c in out if c is not None]
 
@@ -284,18 +351,6 @@ class VLLMScriptedEngine(VLLMEngine):
         p = apply_float(row / row.sum(), request.sampling.config())
         zero = np.flatnonzero(p == 0)
         return int(zero[0]) if zero.size else None
-
-    @staticmethod
-    def _rounds(request: Request, completion: Completion) -> list[RoundStat]:
-        from verispec.engines import vllm_proposer
-
-        seen = vllm_proposer.STATE["rounds"]
-        sequence = (*request.prompt, *completion.tokens)
-        rounds = []
-        for end in range(len(request.prompt), len(sequence)):
-            for drafts, committed in seen.get(sequence[:end], [])[:1]:
-                rounds.append(RoundStat(end, committed - 1, committed, drafts))
-        return rounds
 
 
 def fix_cpu_expand() -> None:
@@ -325,16 +380,24 @@ FIXES = {"cpu-expand": fix_cpu_expand}
     "vllm-scripted",
     summary="vLLM (CPU build) with verispec's custom proposer: the first rejection at a scripted position",
     extra="vllm",
-    capabilities=(*_COMMON, "scripted-drafts", "round-stats"),
+    capabilities=(*_COMMON, "scripted-drafts", "point-mass-drafts"),
     mutants_of="vllm-draft",
     variant="vllm-scripted",
     speculative={"model": "verispec.engines.vllm_proposer.ScriptedProposer"},
 )
 @builtin_engine(
+    "vllm-suffix",
+    summary="vLLM (CPU build) suffix decoding (method suffix, Arctic Inference); point-mass q",
+    extra="vllm-suffix",
+    capabilities=(*_COMMON, "point-mass-drafts"),
+    mutants_of="vllm-draft",
+    variant="vllm-suffix",
+)
+@builtin_engine(
     "vllm-ngram",
     summary="vLLM (CPU build) prompt lookup (method ngram); point-mass q",
     extra="vllm",
-    capabilities=_COMMON,
+    capabilities=(*_COMMON, "point-mass-drafts"),
     mutants_of="vllm-draft",
     variant="vllm-ngram",
     speculative={"prompt_lookup_max": 3, "prompt_lookup_min": 1},
@@ -352,7 +415,7 @@ FIXES = {"cpu-expand": fix_cpu_expand}
     "vllm-draft",
     summary="vLLM (CPU build) with a draft model; argmax drafts, point-mass q",
     extra="vllm",
-    capabilities=(*_COMMON, "draft-model"),
+    capabilities=(*_COMMON, "draft-model", "point-mass-drafts"),
     variant="vllm-draft",
 )
 def make_vllm(
@@ -369,11 +432,15 @@ def make_vllm(
 ) -> VLLMEngine:
     """A vLLM speculative method on the pair ``size`` (or the checkpoints ``target``/``draft``),
     with the planted bugs ``mutations`` patched into vLLM in this process."""
-    from verispec.controls.mutants import plant
+    from verispec.controls.mutants import engine_mutants, plant
     from verispec.engines import registry
     from verispec.engines.models import checkpoint_dirs, load_pair
 
-    plant("vllm-draft", mutations)  # every vLLM method shares the rejection sampler
+    # every method shares vLLM's rejection sampler (the vllm-draft records); a method's own
+    # records, and any name unknown to it, go to the method (which refuses it by name)
+    shared = {m.subject for m in engine_mutants("vllm-draft")}
+    plant(variant, [m for m in mutations if m not in shared])
+    plant("vllm-draft", [m for m in mutations if m in shared])
     for fix in fixes:
         if fix not in FIXES:
             raise UsageError(f"fix={fix!r} is not one of {', '.join(FIXES)}")

@@ -11,7 +11,7 @@ rejection sampler treats each draft as a point mass and accepts it with probabil
 proposer drafts the target's most likely token (accepted with probability ``max p``), at the
 position a token the target cannot emit under the request's settings (always rejected),
 and nothing after it. The first rejection therefore falls at the scripted position or before
-it, and the rounds it observes (:data:`STATE` ``rounds``) say where.
+it; the rounds the adapter records from vLLM's scheduler say where.
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ __all__ = ["STATE", "ScriptedProposer"]
 
 #: Set by the adapter around each generate call: ``script`` (the request's script),
 #: ``logits`` (committed ids -> the target's next-token logits), ``impossible`` (logits ->
-#: a token the settings give probability 0, or None), ``gamma``; filled by the proposer:
-#: ``rounds`` (committed prefix -> list of (drafts, committed count)).
-STATE: dict[str, Any] = {"script": None, "rounds": {}, "pending": {}}
+#: a token the settings give probability 0, or None).
+STATE: dict[str, Any] = {"script": None}
 
 
 class ScriptedProposer:
@@ -45,17 +44,10 @@ class ScriptedProposer:
         slot_mappings: Any = None,
     ) -> list[list[int]]:
         drafts: list[list[int]] = []
-        pending: dict[tuple[int, ...], list[int]] = STATE["pending"]
         for row, sampled in enumerate(sampled_token_ids):
             n = int(num_tokens_no_spec[row])
             committed = tuple(int(t) for t in token_ids_cpu[row, :n])
-            before = committed[: n - len(sampled)]
-            proposed = pending.pop(before, None)
-            if proposed is not None and sampled:
-                STATE["rounds"].setdefault(before, []).append((tuple(proposed), len(sampled)))
             drafts.append(self._draft(committed) if sampled else [])
-            if drafts[-1]:
-                pending[committed] = drafts[-1]
         return drafts
 
     def _draft(self, committed: tuple[int, ...]) -> list[int]:

@@ -9,6 +9,12 @@ full acceptance is also tested against the draft model's law at the committed pr
 (randomized PIT, the q-contract), and every round must commit accepted + 1 tokens. At
 temperature 0, first, every reported draft must be the draft model's argmax.
 
+An engine whose verifier receives no draft law (``point-mass-drafts``: vLLM's argmax drafts,
+prompt lookup, custom proposers) accepts a draft ``x`` with probability ``p(x)``; its
+prediction needs only the target and the drafts it reports, so the check runs on it without a
+draft model (then without the argmax path and the q-contract, which need one). A step that
+proposed no drafts is not a round here.
+
 The three statistical tests share the check's alpha in equal parts, and each is planned and
 decided at its part. The z-test over all rounds carries the declared effect (the mean
 first-draft acceptance off by ``delta``); its power at the rounds drawn is the check's
@@ -29,15 +35,31 @@ TESTS = ("first-draft acceptance", "acceptance after full acceptance", "draft la
 
 
 def _survival_along(
-    ctx: Context, prefix: tuple[int, ...], drafts: tuple[int, ...], sampling: Sampling
+    ctx: Context, prefix: tuple[int, ...], drafts: tuple[int, ...], sampling: Sampling, point_mass: bool
 ) -> list[float]:
-    """``P(K >= j | drafts)`` for j = 1..gamma under token-level verification."""
+    """``P(K >= j | drafts)`` for j = 1..gamma under token-level verification (with
+    ``point_mass``, q is 1 at each draft)."""
     p_rows = ctx.probs_along("target", prefix, list(drafts), sampling)
-    q_rows = ctx.probs_along("draft", prefix, list(drafts), sampling)
+    q_rows = [None] * len(drafts) if point_mass else ctx.probs_along("draft", prefix, list(drafts), sampling)
     out, running = [], 1.0
     for x, p, q in zip(drafts, p_rows, q_rows, strict=True):
-        running *= min(1.0, p[x] / q[x]) if q[x] > 0 else 0.0
+        if q is None:
+            running *= float(p[x])
+        else:
+            running *= min(1.0, p[x] / q[x]) if q[x] > 0 else 0.0
         out.append(running)
+    return out
+
+
+def _point_masses(rows: list[Any]) -> list[Any]:
+    """The draft law of argmax drafting: 1 at each row's argmax."""
+    import numpy as np
+
+    out = []
+    for row in rows:
+        one = np.zeros_like(row)
+        one[int(np.argmax(row))] = 1.0
+        out.append(one)
     return out
 
 
@@ -83,18 +105,23 @@ def _greedy_draft_path(ctx: Context) -> tuple[list[dict[str, Any]], int]:
     name="acceptance-accounting",
     description="greedy drafts follow the draft model's argmax path; first-draft acceptance matches "
     "sum min(p, q) from the models; each round commits accepted + 1 tokens",
-    needs=("target-logits", "round-stats", "draft-model"),
+    needs=("target-logits", "round-stats"),
+    needs_one_of=("draft-model", "point-mass-drafts"),
     statistical=True,
     effect=Effect("mean first-draft acceptance off by {}", 0.1),
 )
 def acceptance_accounting(ctx: Context) -> CheckResult:
     """See the module docstring."""
+    import numpy as np
     from scipy import stats
 
     from verispec.stats.pit import ks_uniform, order_tokens, randomized_pit
     from verispec.stats.plan import dkw_power, dkw_sample_size, z_test_power, z_test_sample_size
 
-    path_mismatches, path_compared = _greedy_draft_path(ctx)
+    capabilities = ctx.engine.capabilities
+    has_draft = "draft-model" in capabilities
+    point_mass = "point-mass-drafts" in capabilities
+    path_mismatches, path_compared = _greedy_draft_path(ctx) if has_draft else ([], 0)
     if path_mismatches:
         m = path_mismatches[0]
         return ctx.failed(
@@ -110,7 +137,12 @@ def acceptance_accounting(ctx: Context) -> CheckResult:
     delta = ctx.effect
     rounds_needed = z_test_sample_size(delta, alpha=alphas[TESTS[0]], power=POWER)
     # the q-contract's KS test plans for twice the effect (a KS distance, not a mean)
-    pit_needed = dkw_sample_size(2 * delta, alphas[TESTS[2]], POWER)
+    pit_needed = dkw_sample_size(2 * delta, alphas[TESTS[2]], POWER) if has_draft else 0
+    # a request gives several rounds; an engine that drafts rarely stops the run at one request
+    # per planned round (its power, at the rounds drawn, is reported), and one that drafts
+    # nothing at all in its first requests is skipped, not looped on
+    max_requests = rounds_needed
+    probe_requests = 8 * ctx.batch_size
     observed = predicted = variance = 0.0
     # the same sums over rounds that follow a full acceptance, where draft-cache sync matters
     after = [0.0, 0.0, 0.0]
@@ -127,7 +159,11 @@ def acceptance_accounting(ctx: Context) -> CheckResult:
     # the q-contract sample may take more requests than the rounds, but at most three times
     # as many (a draft that is rarely fully accepted leaves that test short, never the run hung)
     k_rounds = 0
-    while n_rounds < rounds_needed or (len(draft_pits) < pit_needed and k < 3 * k_rounds):
+    while (n_rounds < rounds_needed and k < max_requests) or (
+        len(draft_pits) < pit_needed and k < 3 * k_rounds
+    ):
+        if k >= probe_requests and not n_rounds:
+            return ctx.skipped(f"the engine proposed no drafts in {k} requests at temperature 1")
         batch = [
             Request(ctx.prompts(1, f"rounds{j}")[0], 24, sampling, seed=ctx.seed_for("rounds", j))
             for j in range(k, k + ctx.batch_size)
@@ -139,7 +175,9 @@ def acceptance_accounting(ctx: Context) -> CheckResult:
             if c.rounds is None:
                 return ctx.skipped("the engine reported no round statistics")
             target = ctx.probs_along("target", prompt, c.tokens, sampling)
-            draft = ctx.probs_along("draft", prompt, c.tokens, sampling)
+            draft = ctx.probs_along("draft", prompt, c.tokens, sampling) if has_draft else None
+            if draft is not None and point_mass:
+                draft = _point_masses(draft)
             for index, r in enumerate(c.rounds):
                 last = index == len(c.rounds) - 1
                 if r.committed != r.accepted + 1 and not (last and r.committed <= r.accepted + 1):
@@ -149,14 +187,17 @@ def acceptance_accounting(ctx: Context) -> CheckResult:
                         details={"prompt": list(prompt)},
                     )
                 offset = r.start - len(prompt)
-                if offset >= len(c.tokens):
+                if offset >= len(c.tokens) or (point_mass and not r.drafts):
                     continue
                 if r.drafts and len(measured_k) < survival_cap:
                     measured_k.append(r.accepted)
                     predicted_k.append(
-                        _survival_along(ctx, (*prompt, *c.tokens[:offset]), r.drafts, sampling)
+                        _survival_along(ctx, (*prompt, *c.tokens[:offset]), r.drafts, sampling, point_mass)
                     )
-                beta = sum(min(a, b) for a, b in zip(target[offset], draft[offset], strict=True))
+                if draft is not None:
+                    beta = float(np.minimum(target[offset], draft[offset]).sum())
+                else:  # a point mass at the reported draft
+                    beta = float(target[offset][r.drafts[0]])
                 hit = 1.0 if r.accepted >= 1 else 0.0
                 observed += hit
                 predicted += beta
@@ -167,15 +208,17 @@ def acceptance_accounting(ctx: Context) -> CheckResult:
                     after[1] += beta
                     after[2] += beta * (1 - beta)
                     after_rounds += 1
-                    if r.drafts:
+                    if r.drafts and draft is not None:
                         q = draft[offset]
                         x = r.drafts[0]
                         draft_pits.append(
                             randomized_pit(x, q, order_tokens("target-probability", q), pit_rng.random())
                         )
-        if n_rounds >= rounds_needed and not k_rounds:
+        if (n_rounds >= rounds_needed or k >= max_requests) and not k_rounds:
             k_rounds = k
         ctx.tick(n_rounds, rounds_needed)
+    if not n_rounds:
+        return ctx.skipped(f"the engine proposed no drafts in {k} requests at temperature 1")
     if any(math.isnan(u) for u in draft_pits):
         return ctx.failed(
             "a draft the draft model cannot propose after a full acceptance", alpha=ctx.alpha, pvalue=0.0

@@ -129,6 +129,15 @@ class Check:
     effect: Effect
     run: Callable[[Context], CheckResult]
     family: str
+    #: capabilities of which the check needs one (it is skipped, saying so, without any)
+    needs_one_of: frozenset[str] = frozenset()
+
+    def missing(self, capabilities: frozenset[str]) -> list[str]:
+        """What an engine with ``capabilities`` lacks to run the check (empty: it can)."""
+        out = sorted(self.needs - capabilities)
+        if self.needs_one_of and not self.needs_one_of & capabilities:
+            out.append(" or ".join(sorted(self.needs_one_of)))
+        return out
 
     @property
     def mutants(self) -> tuple[str, ...]:
@@ -148,12 +157,13 @@ def check(
     description: str,
     effect: Effect,
     needs: Sequence[str] = (),
+    needs_one_of: Sequence[str] = (),
     statistical: bool = False,
 ) -> Callable[[Callable[[Context], CheckResult]], Callable[[Context], CheckResult]]:
     """Register the decorated function as the conformance check ``name``."""
     from verispec.engines.protocol import CAPABILITIES
 
-    unknown = sorted(set(needs) - set(CAPABILITIES))
+    unknown = sorted((set(needs) | set(needs_one_of)) - set(CAPABILITIES))
     if unknown:
         raise UsageError(
             f"check {name!r} needs {unknown}, not among the capabilities {', '.join(CAPABILITIES)}"
@@ -165,7 +175,9 @@ def check(
         if name in _CHECKS:
             raise UsageError(f"check={name!r} is already registered")
         family = fn.__module__.rsplit(".", 1)[-1]
-        _CHECKS[name] = Check(name, description, frozenset(needs), statistical, effect, fn, family)
+        _CHECKS[name] = Check(
+            name, description, frozenset(needs), statistical, effect, fn, family, frozenset(needs_one_of)
+        )
         return fn
 
     return register
