@@ -20,12 +20,20 @@ Nothing measured is lost: each instance's result is recorded as soon as it arriv
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from verispec.audits.instances import AuditInstance, chain_audit_instances, to_spec, tree_audit_instances
+from verispec.audits.budget import Budget
+from verispec.audits.instances import (
+    AuditInstance,
+    chain_audit_instances,
+    from_spec,
+    to_spec,
+    tree_audit_instances,
+)
 from verispec.audits.worker import sample_instance
 from verispec.errors import UsageError
 from verispec.exact.criterion import target_law
@@ -54,6 +62,11 @@ class InstanceResult:
     block_lengths: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0
+    #: budgeted design: the smallest TV the samples drawn detect with the declared power,
+    #: why sampling stopped ("budget" or "e-process"), and the final log e-value
+    resolution: float | None = None
+    stopped: str | None = None
+    log_e: float | None = None
 
     @property
     def rejected(self) -> bool:
@@ -74,6 +87,11 @@ class InstanceResult:
             "error": self.error,
             "verdict": Decision.REJECTED if self.rejected else Decision.CONSISTENT,
             "seconds": round(self.seconds, 3),
+            **(
+                {"resolution_tv": self.resolution, "stopped": self.stopped, "log_e": self.log_e}
+                if self.stopped
+                else {}
+            ),
         }
 
 
@@ -87,6 +105,7 @@ class AuditResult:
     seed: int
     command: str
     instances: list[InstanceResult]
+    budget: str | None = None
 
     @property
     def verdict(self) -> RunVerdict:
@@ -103,17 +122,24 @@ class AuditResult:
             "tv": self.tv,
             "seed": self.seed,
             "reproduce": self.command,
+            "budget": self.budget,
             "instances": [r.to_json() for r in self.instances],
         }
 
     def markdown(self) -> str:
         from verispec.report.markdown import table
 
+        power = (
+            f"budget {self.budget}: each instance sampled for its share, then the smallest total variation "
+            f"detected with power {self.power:g} (the resolution) reported per instance"
+            if self.budget
+            else f"power {self.power:g} against any total-variation distance >= {self.tv:g} per instance"
+        )
         lines = [
             f"# Audit of `{self.function}` ({self.kind} verifier): **{self.verdict}**",
             "",
-            f"- family-wise false-alarm rate {self.alpha:g} (split over {len(self.instances)} instances), "
-            f"power {self.power:g} against any total-variation distance >= {self.tv:g} per instance",
+            f"- family-wise false-alarm rate {self.alpha:g} (split over {len(self.instances)} "
+            f"instances), {power}",
             f"- seed {self.seed}; reproduce with `{self.command}`",
             "",
         ]
@@ -123,13 +149,14 @@ class AuditResult:
             interval = "" if r.tv_interval is None else f"[{r.tv_interval[0]:.4f}, {r.tv_interval[1]:.4f}]"
             pvalue = "" if r.pvalue is None else f"{r.pvalue:.3g}"
             verdict = f"**{Decision.REJECTED}**" if r.rejected else Decision.CONSISTENT
-            rows.append([r.name, r.n, pvalue, tv, interval, verdict, r.error or ""])
-        lines.append(
-            table(
-                ["instance", "samples", "p-value", "TV on cells", "95% basic bootstrap", "verdict", "error"],
-                rows,
-            )
-        )
+            row = [r.name, r.n, pvalue, tv, interval, verdict, r.error or ""]
+            if self.budget:
+                row[2:2] = ["" if r.resolution is None else f"{r.resolution:.4f}", r.stopped or ""]
+            rows.append(row)
+        header = ["instance", "samples", "p-value", "TV on cells", "95% basic bootstrap", "verdict", "error"]
+        if self.budget:
+            header[2:2] = ["resolution (TV)", "stopped by"]
+        lines.append(table(header, rows))
         return "\n".join(lines) + "\n"
 
 
@@ -179,22 +206,28 @@ def _run_isolated(
 ) -> None:
     """One request per instance to the worker (:mod:`verispec.isolation`); a hang or a crash
     is that instance's error, and the next instance starts a fresh worker."""
-    from verispec.isolation import RemoteError, Worker, WorkerCrashed, WorkerTimeout
+    from verispec.isolation import Worker
 
     with Worker("verispec.audits.worker", {"function": function}, startup_timeout_s=timeout_s) as worker:
         for job in jobs:
-            try:
-                data = worker.ask(job, timeout_s)
-            except WorkerTimeout:
-                data = {"error": f"did not finish within {timeout_s:g} s (time limit)"}
-            except WorkerCrashed as exc:
-                data = {"error": f"the audit process crashed: {exc}"}
-            except RemoteError as exc:
-                if exc.kind == "usage":  # the function could not be loaded
-                    raise UsageError(exc.message) from None
-                where = f" at {exc.where}" if exc.where else ""
-                data = {"error": f"the audit worker raised {exc}{where}"}
-            on_item(job["index"], data)
+            on_item(job["index"], _ask(worker, job, timeout_s))
+
+
+def _ask(worker: Any, job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    """One request to the audit worker; a hang, a crash or an exception is the answer's error."""
+    from verispec.isolation import RemoteError, WorkerCrashed, WorkerTimeout
+
+    try:
+        return dict(worker.ask(job, timeout_s))
+    except WorkerTimeout:
+        return {"error": f"did not finish within {timeout_s:g} s (time limit)"}
+    except WorkerCrashed as exc:
+        return {"error": f"the audit process crashed: {exc}"}
+    except RemoteError as exc:
+        if exc.kind == "usage":  # the function could not be loaded
+            raise UsageError(exc.message) from None
+        where = f" at {exc.where}" if exc.where else ""
+        return {"error": f"the audit worker raised {exc}{where}"}
 
 
 def audit(
@@ -209,10 +242,15 @@ def audit(
     law: str = "iid",
     instances: list[AuditInstance] | None = None,
     on_instance: Callable[[InstanceResult], None] | None = None,
+    budget: Budget | None = None,
+    workers: int | None = None,
 ) -> AuditResult:
     """Audit ``function`` (``"module:function"``, run in a subprocess, or a callable, run here).
 
     ``kind`` is ``"chain"`` or ``"tree"``; ``law`` is the candidate law of the tree battery.
+    With ``budget`` (:mod:`verispec.audits.budget`) each instance is sampled for its share of
+    it instead of a planned size, and reports its resolution; ``tv`` is then unused, and
+    ``workers`` worker processes (default: one per CPU) sample instances at once.
     """
     check_rate("alpha", alpha)
     check_rate("power", power)
@@ -227,6 +265,10 @@ def audit(
     items = instances or (
         chain_audit_instances(seed) if kind == "chain" else tree_audit_instances(seed, law=law)
     )
+    if budget is not None:
+        return _budgeted(
+            function, kind, items, budget, alpha, power, seed, timeout_s, law, on_instance, workers
+        )
     per_instance_alpha = alpha / len(items)
     plans = [plan_instance(item, alpha=per_instance_alpha, power=power, tv=tv) for item in items]
     name = function if isinstance(function, str) else getattr(function, "__qualname__", repr(function))
@@ -270,3 +312,334 @@ def audit(
             finish(i, sample_instance(function, item, plans[i][0], seed * 1000 + i))
     done = [r for r in results if r is not None]
     return AuditResult(name, kind, alpha, power, tv, seed, command, done)
+
+
+#: Rounds per instance and boundary in the boundary mode (the drafts vary; the pins do not).
+BOUNDARY_CALLS = 64
+
+
+@dataclass
+class BoundaryResult:
+    """The boundary mode's outcome (:mod:`verispec.audits.boundary`)."""
+
+    function: str
+    seed: int
+    command: str
+    instances: list[dict[str, Any]]
+    seconds: float = 0.0
+
+    @property
+    def draws(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.instances:
+            for source, count in r.get("draws", {}).items():
+                out[source] = out.get(source, 0) + count
+        return out
+
+    @property
+    def per_draw_probability(self) -> float | None:
+        """The chance that one uniform of the widest grid the verifier drew from (the coarsest:
+        float32 before float64) takes a given boundary value: ``2^-24`` or ``2^-53``."""
+        from verispec.audits.boundary import GRID_BITS
+
+        widths = [w for w in GRID_BITS if any(f"({w})" in source for source in self.draws)]
+        return 2.0 ** -min(GRID_BITS[w] for w in widths) if widths else None
+
+    @property
+    def findings(self) -> list[dict[str, Any]]:
+        return [{"instance": r["instance"], **f} for r in self.instances for f in r.get("findings", [])]
+
+    @property
+    def verdict(self) -> RunVerdict:
+        """``fail`` on a finding or an error; ``inconclusive`` when nothing could be pinned."""
+        if self.findings or any(r.get("errors") or r.get("error") for r in self.instances):
+            return RunVerdict.FAIL
+        if not self.draws or self.unpinnable:
+            return RunVerdict.INCONCLUSIVE
+        return RunVerdict.PASS
+
+    @property
+    def unpinnable(self) -> list[str]:
+        return [f"{r['instance']}: {m}" for r in self.instances for m in r.get("unpinnable", {}).values()]
+
+    @property
+    def reason(self) -> str:
+        if self.findings:
+            f = self.findings[0]
+            where = "an accepted draft" if f["accepted_draft"] else "the corrected or bonus token"
+            return (
+                f"{len(self.findings)} emitted token(s) of target probability 0; first: token "
+                f"{f['token']} at position {f['position']} ({where}) of instance {f['instance']} with "
+                f"every uniform at the {f['boundary']} boundary, drafts {f['drafts']}, block "
+                f"{f['block']}; a real generator draws that uniform with probability "
+                f"{self.per_draw_probability or 0:.3g} per draw"
+            )
+        errors = [
+            (r["instance"], e)
+            for r in self.instances
+            for e in [r.get("error"), *r.get("errors", {}).values()]
+            if e
+        ]
+        if errors:
+            return f"{errors[0][0]}: {errors[0][1]}"
+        if self.unpinnable:
+            return f"inconclusive: {self.unpinnable[0]}"
+        if not self.draws:
+            return (
+                "the verifier drew no uniform the boundary mode can pin (neither from the rng it was "
+                "given nor from numpy's, Python's or torch's global generators): inconclusive"
+            )
+        return (
+            f"no token of target probability 0 at any boundary ({sum(self.draws.values())} pinned uniforms)"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "function": self.function,
+            "mode": "boundary",
+            "verdict": self.verdict,
+            "finding_class": "boundary non-conformance" if self.findings else None,
+            "reason": self.reason,
+            "per_draw_probability": self.per_draw_probability,
+            "pinned_draws": self.draws,
+            "seed": self.seed,
+            "reproduce": self.command,
+            "seconds": round(self.seconds, 3),
+            "instances": self.instances,
+        }
+
+    def markdown(self) -> str:
+        from verispec.report.markdown import table
+
+        lines = [
+            f"# Boundary audit of `{self.function}`: **{self.verdict}**",
+            "",
+            f"- {self.reason}",
+            "- pinned uniforms by source: "
+            + (", ".join(f"{k} {v}" for k, v in sorted(self.draws.items())) or "none"),
+            f"- seed {self.seed}; reproduce with `{self.command}`",
+            "",
+        ]
+        rows = [
+            [f["instance"], f["boundary"], f["position"], f["token"], f["drafts"], f["block"]]
+            for f in self.findings[:50]
+        ]
+        if rows:
+            lines.append(
+                table(["instance", "boundary", "position", "token (p = 0)", "drafts", "block"], rows)
+            )
+        return "\n".join(lines) + "\n"
+
+
+def boundary_audit(
+    function: str | Callable[..., Any],
+    *,
+    seed: int = 0,
+    timeout_s: float = 120.0,
+    calls: int = BOUNDARY_CALLS,
+    instances: list[AuditInstance] | None = None,
+    on_instance: Callable[[dict[str, Any]], None] | None = None,
+) -> BoundaryResult:
+    """Run the chain verifier ``function`` at every boundary of its uniforms on the chain
+    battery (``"module:function"`` in a subprocess with a time limit, or a callable here)."""
+    from verispec.audits.boundary import probe_instance
+
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise UsageError(f"seed={seed!r} must be a non-negative integer")
+    if isinstance(function, str) and (function.count(":") != 1 or not all(function.split(":"))):
+        raise UsageError(f"function={function!r} must be written module:function")
+    items = instances or chain_audit_instances(seed)
+    name = function if isinstance(function, str) else getattr(function, "__qualname__", repr(function))
+    results: list[dict[str, Any] | None] = [None] * len(items)
+    start = time.perf_counter()
+
+    def finish(index: int, data: dict[str, Any]) -> None:
+        results[index] = {"instance": items[index].name, **data}
+        if on_instance:
+            on_instance(results[index] or {})
+
+    jobs = [
+        {"index": i, "mode": "boundary", "spec": to_spec(item), "n": calls, "seed": seed * 1000 + i}
+        for i, item in enumerate(items)
+    ]
+    if isinstance(function, str):
+        _run_isolated(function, jobs, timeout_s, finish)
+    else:
+        for i, item in enumerate(items):
+            finish(i, probe_instance(function, item, calls, seed * 1000 + i))
+    command = f"verispec audit --chain {name} --boundary --seed {seed}"
+    done = [r for r in results if r is not None]
+    return BoundaryResult(name, seed, command, done, time.perf_counter() - start)
+
+
+def _budgeted(
+    function: str | Callable[..., Any],
+    kind: str,
+    items: list[AuditInstance],
+    budget: Budget,
+    alpha: float,
+    power: float,
+    seed: int,
+    timeout_s: float,
+    law: str,
+    on_instance: Callable[[InstanceResult], None] | None,
+    workers: int | None,
+) -> AuditResult:
+    """The budgeted design (:mod:`verispec.audits.budget`): chunks sized by the verifier's
+    speed, an e-process after each chunk and a G-test at the end, each at half the instance's
+    rate; the resolution from the samples drawn.
+
+    A ``"module:function"`` runs in ``workers`` worker processes at once (default: one per
+    CPU, at most one per instance), each taking the next instance; a time budget is wall
+    time, so each instance gets ``seconds * workers / instances`` of a worker's time. A
+    callable runs here, one instance after another.
+    """
+    import os
+    import threading
+
+    name = function if isinstance(function, str) else getattr(function, "__qualname__", repr(function))
+    flag = "--chain" if kind == "chain" else "--tree"
+    text = f"{budget.seconds:g}s" if budget.seconds is not None else str(budget.samples)
+    command = f"verispec audit {flag} {name} --budget {text} --alpha {alpha:g} --power {power:g}"
+    command += f" --seed {seed}"
+    if kind == "tree":
+        command += f" --law {law}"
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
+        raise UsageError(f"workers={workers!r} must be a positive integer")
+    lanes = 1 if not isinstance(function, str) else min(workers or os.cpu_count() or 1, len(items))
+    half = alpha / len(items) / 2
+    share_s = None if budget.seconds is None else budget.seconds * lanes / len(items)
+    share_n = None if budget.samples is None else max(1, budget.samples // len(items))
+    results: list[InstanceResult | None] = [None] * len(items)
+    lock = threading.Lock()
+    pending = list(range(len(items)))
+
+    def finish(index: int, result: InstanceResult) -> None:
+        with lock:
+            results[index] = result
+            if on_instance:
+                on_instance(result)
+
+    def lane() -> None:
+        import contextlib
+
+        with contextlib.ExitStack() as stack:
+            if isinstance(function, str):
+                from verispec.isolation import Worker
+
+                # workers side by side share the CPUs: one thread each for torch, BLAS and OpenMP
+                threads = max(1, (os.cpu_count() or 1) // lanes) if lanes > 1 else None
+                worker = stack.enter_context(
+                    Worker(
+                        "verispec.audits.worker",
+                        {"function": function},
+                        startup_timeout_s=timeout_s,
+                        threads=threads,
+                    )
+                )
+
+                def ask(job: dict[str, Any]) -> dict[str, Any]:
+                    return _ask(worker, job, timeout_s)
+            else:
+                callable_function = function
+
+                def ask(job: dict[str, Any]) -> dict[str, Any]:
+                    return sample_instance(callable_function, from_spec(job["spec"]), job["n"], job["seed"])
+
+            while True:
+                with lock:
+                    if not pending:
+                        return
+                    index = pending.pop(0)
+                finish(
+                    index, _budgeted_instance(ask, index, items[index], share_s, share_n, half, power, seed)
+                )
+
+    if lanes == 1:
+        lane()
+    else:
+        errors: list[BaseException] = []
+
+        def guarded() -> None:
+            try:
+                lane()
+            except BaseException as exc:  # a usage error (the function cannot be loaded) ends the audit
+                with lock:
+                    errors.append(exc)
+                    pending.clear()
+
+        threads = [threading.Thread(target=guarded, daemon=True) for _ in range(lanes)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if errors:
+            raise errors[0]
+    done = [r for r in results if r is not None]
+    return AuditResult(name, kind, alpha, power, 0.0, seed, command, done, budget=budget.describe())
+
+
+def _budgeted_instance(
+    ask: Callable[[dict[str, Any]], dict[str, Any]],
+    index: int,
+    item: AuditInstance,
+    share_s: float | None,
+    share_n: int | None,
+    half: float,
+    power: float,
+    seed: int,
+) -> InstanceResult:
+    """Sample one instance for its share of the budget; test it and state its resolution."""
+    from collections import Counter
+
+    from verispec.audits.budget import FIRST_CHUNK, GROWTH, dirichlet_log_e, resolution
+
+    threshold = math.log(1 / half)
+    exact = {" ".join(map(str, k)): v for k, v in target_law(item.instance, item.length).items()}
+    counts: Counter[str] = Counter()
+    blocks: Counter[str] = Counter()
+    drawn, spent, chunk, error, stopped = 0, 0.0, 0, None, "budget"
+    size = FIRST_CHUNK if share_n is None else min(FIRST_CHUNK, share_n)
+    log_e = 0.0
+    while size >= 1:
+        job = {
+            "index": index,
+            "spec": to_spec(item),
+            "n": size,
+            "seed": seed * 1_000_000 + index * 1000 + chunk,
+        }
+        start = time.perf_counter()
+        data = ask(job)
+        took = time.perf_counter() - start
+        spent += took
+        chunk += 1
+        counts.update(data.get("counts", {}))
+        blocks.update(data.get("block_lengths", {}))
+        drawn = sum(counts.values())
+        if data.get("error"):
+            error = data["error"]
+            break
+        log_e = dirichlet_log_e(counts, exact)
+        if log_e >= threshold:
+            stopped = "e-process"
+            break
+        if share_n is not None:
+            size = min(share_n - drawn, GROWTH * drawn)
+        else:
+            assert share_s is not None
+            # the last chunk's speed: the first pays for the verifier's imports, once per worker
+            rate = size / max(took, 1e-9)
+            size = min(int((share_s - spent) * rate), GROWTH * drawn)
+    result = InstanceResult(
+        item.name, drawn, drawn, half, block_lengths=dict(blocks), error=error, seconds=spent
+    )
+    result.stopped, result.log_e = stopped, log_e
+    if drawn and error is None:
+        cells = pooled_cells(exact, drawn)
+        test = g_test(counts, exact, cells)
+        e_pvalue = 0.0 if log_e == math.inf else min(1.0, math.exp(-log_e))
+        result.pvalue = min(test.pvalue, e_pvalue)
+        result.statistic, result.method = test.statistic, f"{test.method} and Dirichlet e-process"
+        result.tv, result.tv_interval = _tv_with_interval(counts, exact, cells, seed + index)
+        result.resolution = resolution(drawn, len(cells) - 1, alpha=half, power=power)
+    return result

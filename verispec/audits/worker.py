@@ -14,6 +14,7 @@ verifier is exact.
 
 from __future__ import annotations
 
+import bisect
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -23,7 +24,6 @@ from typing import Any
 from verispec.audits.instances import AuditInstance, from_spec
 from verispec.core.random import SeededRandom
 from verispec.sampling import FloatInstance
-from verispec.verifiers.instance import sample_drafts
 from verispec.verifiers.trees import draft_tree
 
 __all__ = ["BlackBoxError", "sample_instance"]
@@ -54,31 +54,90 @@ def _as_block(raw: Any, max_len: int, vocab: int) -> list[int]:
     return out
 
 
-def _chain_call(
-    verify: Callable[..., Any], view: Any, rand: SeededRandom, rng: Any, draft_is_target: bool = False
-) -> list[int]:
-    import numpy as np
+class _Cumulative:
+    """Inverse-CDF draws from one float row, exactly as :meth:`SeededRandom.categorical`
+    draws them (same uniform, same cell), with the running sums computed once."""
 
-    tokens, rows = sample_drafts(view, rand)
-    gamma = view.gamma
-    target = np.array([view.target_probs(tuple(tokens[:i])) for i in range(gamma + 1)], dtype=np.float64)
-    draft = np.array(rows, dtype=np.float64).reshape(gamma, view.vocab_size)
-    block = _as_block(
-        verify(target, draft, np.array(tokens, dtype=np.int64), rng), gamma + 1, view.vocab_size
-    )
-    if block[:-1] != tokens[: len(block) - 1]:
-        raise BlackBoxError(f"returned {block}, whose accepted part is not a prefix of the drafts {tokens}")
-    if draft_is_target and gamma >= 1 and block == tokens:
-        raise BlackBoxError(
-            f"returned exactly the {gamma} drafts {block} with no bonus token while the draft law equals "
-            "the target's: after full acceptance the round must commit a bonus token"
-        )
-    return block
+    __slots__ = ("cum", "last", "total")
+
+    def __init__(self, row: tuple[float, ...]) -> None:
+        acc, cum, last = 0.0, [], 0
+        for i, x in enumerate(row):
+            if x > 0:
+                last, acc = i, acc + x
+            cum.append(acc)
+        self.cum, self.total, self.last = cum, acc, last
+
+    def draw(self, generator: Any) -> int:
+        i = bisect.bisect_right(self.cum, generator.random() * self.total)
+        return i if i < len(self.cum) else self.last  # the rounding gap at the top
 
 
-def _tree_call(
-    verify: Callable[..., Any], view: Any, rand: SeededRandom, rng: Any, draft_is_target: bool = False
-) -> list[int]:
+class ChainRounds:
+    """The rounds of one chain instance: the drafts, drawn from the declared draft law with
+    verispec's generator; the black box's float inputs (cached per draft tuple, handed out as
+    fresh copies, so a verifier that writes into them changes nothing); the checks on its
+    block; and the completion to ``length`` tokens by plain target sampling."""
+
+    def __init__(self, view: Any, rand: SeededRandom) -> None:
+        self.view, self.generator = view, rand.generator
+        self.gamma, self.vocab = int(view.gamma), int(view.vocab_size)
+        self._target: dict[tuple[int, ...], _Cumulative] = {}
+        self._draft: dict[tuple[int, ...], _Cumulative] = {}
+        self._inputs: dict[tuple[int, ...], tuple[Any, Any, Any]] = {}
+
+    def _row(
+        self, cache: dict[tuple[int, ...], _Cumulative], name: str, prefix: tuple[int, ...]
+    ) -> _Cumulative:
+        row = cache.get(prefix)
+        if row is None:
+            row = cache[prefix] = _Cumulative(getattr(self.view, name)(prefix))
+        return row
+
+    def drafts(self) -> tuple[int, ...]:
+        tokens: tuple[int, ...] = ()
+        for _ in range(self.gamma):
+            tokens += (self._row(self._draft, "draft_probs", tokens).draw(self.generator),)
+        return tokens
+
+    def inputs(self, tokens: tuple[int, ...]) -> tuple[Any, Any, Any]:
+        """``(target_probs, draft_probs, draft_tokens)`` for the drafts ``tokens``."""
+        import numpy as np
+
+        cached = self._inputs.get(tokens)
+        if cached is None:
+            view = self.view
+            target = np.array(
+                [view.target_probs(tokens[:i]) for i in range(self.gamma + 1)], dtype=np.float64
+            )
+            draft = np.array(
+                [view.draft_probs(tokens[:i]) for i in range(self.gamma)], dtype=np.float64
+            ).reshape(self.gamma, self.vocab)
+            cached = self._inputs[tokens] = (target, draft, np.array(tokens, dtype=np.int64))
+        return cached[0].copy(), cached[1].copy(), cached[2].copy()
+
+    def check(self, raw: Any, tokens: tuple[int, ...], draft_is_target: bool = False) -> list[int]:
+        """The black box's block, or :class:`BlackBoxError` naming how it broke the contract."""
+        block = _as_block(raw, self.gamma + 1, self.vocab)
+        if tuple(block[:-1]) != tokens[: len(block) - 1]:
+            raise BlackBoxError(
+                f"returned {block}, whose accepted part is not a prefix of the drafts {list(tokens)}"
+            )
+        if draft_is_target and self.gamma >= 1 and tuple(block) == tokens:
+            raise BlackBoxError(
+                f"returned exactly the {self.gamma} drafts {block} with no bonus token while the draft law "
+                "equals the target's: after full acceptance the round must commit a bonus token"
+            )
+        return block
+
+    def complete(self, block: list[int], length: int) -> tuple[int, ...]:
+        seq = tuple(block)
+        while len(seq) < length:
+            seq += (self._row(self._target, "target_probs", seq).draw(self.generator),)
+        return seq[:length]
+
+
+def _tree_call(verify: Callable[..., Any], view: Any, rand: SeededRandom, rng: Any) -> list[int]:
     import numpy as np
 
     tree = draft_tree(view, rand)
@@ -109,26 +168,35 @@ def sample_instance(verify: Callable[..., Any], item: AuditInstance, n: int, see
     view: Any = FloatInstance(item.instance)
     rand = SeededRandom(seed)
     rng = np.random.default_rng(seed + BOX_SEED_OFFSET)
-    call = _tree_call if item.kind == "tree" else _chain_call
     length = item.length
-    counts: Counter[str] = Counter()
+    counts: Counter[tuple[int, ...]] = Counter()
     blocks: Counter[int] = Counter()
     error = None
+    rounds = None if item.kind == "tree" else ChainRounds(view, rand)
     for i in range(n):
         try:
-            block = call(verify, view, rand, rng, item.draft_is_target)
+            if rounds is None:
+                block = _tree_call(verify, view, rand, rng)
+                seq = list(block)
+                while len(seq) < length:
+                    seq.append(rand.categorical(view.target_probs(tuple(seq))))
+                counts[tuple(seq[:length])] += 1
+            else:
+                tokens = rounds.drafts()
+                block = rounds.check(verify(*rounds.inputs(tokens), rng), tokens, item.draft_is_target)
+                counts[rounds.complete(block, length)] += 1
         except BlackBoxError as exc:
             error = f"call {i + 1}: the verifier {exc}"
             break
         except Exception as exc:
             error = f"call {i + 1}: the verifier raised {type(exc).__name__}: {exc}"
             break
-        seq = list(block)
-        while len(seq) < length:
-            seq.append(rand.categorical(view.target_probs(tuple(seq))))
-        counts[" ".join(map(str, seq[:length]))] += 1
         blocks[len(block)] += 1
-    return {"counts": dict(counts), "block_lengths": {str(k): v for k, v in blocks.items()}, "error": error}
+    return {
+        "counts": {" ".join(map(str, k)): v for k, v in counts.items()},
+        "block_lengths": {str(k): v for k, v in blocks.items()},
+        "error": error,
+    }
 
 
 def _handler(config: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -137,6 +205,10 @@ def _handler(config: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any
     verify = load_function(config["function"])
 
     def handle(item: dict[str, Any]) -> dict[str, Any]:
+        if item.get("mode") == "boundary":
+            from verispec.audits.boundary import probe_instance
+
+            return probe_instance(verify, from_spec(item["spec"]), item["n"], item["seed"])
         return sample_instance(verify, from_spec(item["spec"]), item["n"], item["seed"])
 
     return handle

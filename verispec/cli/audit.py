@@ -29,6 +29,29 @@ def add_parser(sub: Any) -> None:
     target.add_argument("--tree", metavar="MODULE:FUNCTION", help="verify_tree(tree, rng) -> tokens")
     p.add_argument("--law", default="iid", help="candidate law of the tree battery (default iid)")
     p.add_argument(
+        "--budget",
+        nargs="?",
+        const="60s",
+        default=None,
+        metavar="TIME|SAMPLES",
+        help="budgeted design: sample each instance for its share of a time (60s, 2m) or sample budget "
+        "(2000000) and report the smallest total variation it resolves (--budget alone: 60s)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int_at_least("--workers", 1),
+        default=None,
+        help="worker processes sampling instances at once in a budgeted audit (default: one per CPU)",
+    )
+    p.add_argument(
+        "--boundary",
+        action="store_true",
+        help="boundary mode (chain verifiers): pin every uniform the verifier draws (from its rng or "
+        "from numpy's, Python's and torch's global generators) at 0, the largest float below 1 and the "
+        "drafts' acceptance ratios, and report any emitted token of target probability 0 with the "
+        "chance per draw that a real generator hits that boundary",
+    )
+    p.add_argument(
         "--alpha", type=rate("--alpha"), default=1e-6, help="family-wise false-alarm rate (default 1e-6)"
     )
     p.add_argument("--power", type=rate("--power"), default=0.99, help="power per instance (default 0.99)")
@@ -46,12 +69,17 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> RunVerdict:
-    import json
-    import os
 
     from verispec.audits.runner import audit
 
     kind, function = ("chain", args.chain) if args.chain else ("tree", args.tree)
+    if args.boundary:
+        return _boundary(args, kind, function)
+    budget = None
+    if args.budget is not None:
+        from verispec.audits.budget import parse_budget
+
+        budget = parse_budget(args.budget)
 
     def show(r: Any) -> None:
         if args.json:
@@ -59,10 +87,17 @@ def run(args: argparse.Namespace) -> RunVerdict:
         p = "" if r.pvalue is None else f"p={r.pvalue:.3g}"
         mark = "BAD" if r.rejected else "ok "
         tv = "" if r.tv is None else f"TV~{r.tv:.3f}"
-        progress(f"  {mark} {r.name:<45} n={r.n:<6} {p:<14} {tv:<10} {r.error or ''}")
+        if r.stopped:
+            resolved = "" if r.resolution is None else f"resolves TV {r.resolution:.4f}"
+            tv = f"{tv} {resolved} (stopped by {r.stopped})"
+        progress(f"  {mark} {r.name:<45} n={r.n:<8} {p:<14} {tv:<10} {r.error or ''}")
 
     if not args.json:
-        progress(f"auditing {function} ({kind}) in a subprocess, alpha {args.alpha:g}, power {args.power:g}")
+        plan = f"budget {budget.describe()}" if budget else f"TV {args.tv:g}"
+        progress(
+            f"auditing {function} ({kind}) in a subprocess, alpha {args.alpha:g}, "
+            f"power {args.power:g}, {plan}"
+        )
     result = audit(
         function,
         kind,
@@ -73,17 +108,57 @@ def run(args: argparse.Namespace) -> RunVerdict:
         timeout_s=args.timeout,
         law=args.law,
         on_instance=show,
+        budget=budget,
+        workers=args.workers,
     )
+    _finish(args, "audit", result, f"verdict: {result.verdict}; reproduce: {result.command}")
+    return result.verdict
+
+
+def _finish(args: argparse.Namespace, stem: str, result: Any, summary: str) -> None:
+    """Write ``STEM.json`` and ``STEM.md`` under ``--out``; print the JSON or the summary."""
+    import json
+    import os
+
     if args.out:
         os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "audit.json"), "w", encoding="utf-8") as stream:
+        with open(os.path.join(args.out, f"{stem}.json"), "w", encoding="utf-8") as stream:
             json.dump(result.to_json(), stream, indent=2)
-        with open(os.path.join(args.out, "audit.md"), "w", encoding="utf-8") as stream:
+        with open(os.path.join(args.out, f"{stem}.md"), "w", encoding="utf-8") as stream:
             stream.write(result.markdown())
     if args.json:
         from verispec.report import write_json
 
         write_json(result.to_json())
     else:
-        print(f"verdict: {result.verdict}; reproduce: {result.command}")
+        print(summary)
+
+
+def _boundary(args: argparse.Namespace, kind: str, function: str) -> RunVerdict:
+    from verispec.audits.runner import boundary_audit
+    from verispec.errors import UsageError
+
+    if kind != "chain":
+        raise UsageError(
+            "--boundary runs chain verifiers (--chain); the tree battery has no boundary mode yet"
+        )
+
+    def show(r: dict[str, Any]) -> None:
+        if args.json:
+            return
+        found = len(r.get("findings", []))
+        trouble = [*r.get("errors", {}).values(), *r.get("unpinnable", {}).values()]
+        if r.get("error"):
+            trouble.append(r["error"])
+        mark = "BAD" if found or trouble else "ok "
+        pinned = sum(r.get("draws", {}).values())
+        detail = f"{found} token(s) of target probability 0" if found else (trouble[0] if trouble else "")
+        progress(f"  {mark} {r['instance']:<45} {pinned:>6} pinned uniforms  {detail}")
+
+    if not args.json:
+        progress(f"boundary audit of {function} in a subprocess (uniforms pinned at 0, below 1, the ratio)")
+    result = boundary_audit(function, seed=args.seed, timeout_s=args.timeout, on_instance=show)
+    _finish(
+        args, "boundary", result, f"verdict: {result.verdict}: {result.reason}; reproduce: {result.command}"
+    )
     return result.verdict
