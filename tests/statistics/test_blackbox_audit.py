@@ -193,8 +193,7 @@ def test_the_closed_form_e_value_is_the_sequential_one() -> None:
     the sequential predictive ratios (DirichletEProcess) over any order of the same draws."""
     import random
 
-    from verispec.audits.budget import dirichlet_log_e
-    from verispec.stats.sequential import DirichletEProcess
+    from verispec.stats.sequential import DirichletEProcess, dirichlet_log_e
 
     law = {"a": 0.5, "b": 0.3, "c": 0.2}
     draws = random.Random(3).choices(list(law), weights=[0.2, 0.3, 0.5], k=400)

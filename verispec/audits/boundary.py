@@ -207,7 +207,7 @@ def pinned_globals(pins: Pins) -> Iterator[None]:
             setattr(owner, name, original)
 
 
-def _ratios(view: Any, tokens: list[int], rows: list[Any]) -> list[float]:
+def _ratios(view: Any, tokens: tuple[int, ...], rows: Any) -> list[float]:
     out = []
     for i, (x, q) in enumerate(zip(tokens, rows, strict=True)):
         p = float(view.target_probs(tuple(tokens[:i]))[x])
@@ -220,15 +220,11 @@ def probe_instance(verify: Callable[..., Any], item: Any, calls: int, seed: int)
     """Run ``verify`` ``calls`` rounds of ``item`` at each boundary (chain instances); return
     the findings (tokens of target probability 0), the pinned draws by source and width,
     and the error that stopped a boundary, if any."""
-    import numpy as np
-
-    from verispec.audits.worker import BlackBoxError, _as_block
+    from verispec.audits.worker import BlackBoxError, ChainRounds
     from verispec.core.random import SeededRandom
     from verispec.sampling import FloatInstance
-    from verispec.verifiers.instance import sample_drafts
 
     view: Any = FloatInstance(item.instance)
-    gamma = view.gamma
     findings: list[dict[str, Any]] = []
     errors: dict[str, str] = {}
     unpinnable: dict[str, str] = {}
@@ -236,23 +232,16 @@ def probe_instance(verify: Callable[..., Any], item: Any, calls: int, seed: int)
     rng = PinnedGenerator(pins)
     for boundary in BOUNDARIES:
         pins.boundary = boundary
-        rand = SeededRandom(seed)  # the same drafts at every boundary
+        rounds = ChainRounds(view, SeededRandom(seed))  # the same drafts at every boundary
         seen: set[tuple[int, ...]] = set()
         for i in range(calls):
-            tokens, rows = sample_drafts(view, rand)
-            target = np.array(
-                [view.target_probs(tuple(tokens[:j])) for j in range(gamma + 1)], dtype=np.float64
-            )
-            draft = np.array(rows, dtype=np.float64).reshape(gamma, view.vocab_size)
-            pins.start_round(_ratios(view, tokens, rows))
+            tokens = rounds.drafts()
+            inputs = rounds.inputs(tokens)
+            pins.start_round(_ratios(view, tokens, inputs[1]))
             try:
                 with pinned_globals(pins):
-                    raw = verify(target, draft, np.array(tokens, dtype=np.int64), rng)
-                block = _as_block(raw, gamma + 1, view.vocab_size)
-                if block[:-1] != tokens[: len(block) - 1]:
-                    raise BlackBoxError(
-                        f"returned {block}, whose accepted part is not a prefix of the drafts {tokens}"
-                    )
+                    raw = verify(*inputs, rng)
+                block = rounds.check(raw, tokens)
             except Unpinnable as exc:
                 unpinnable[boundary] = str(exc)
                 break
@@ -271,7 +260,7 @@ def probe_instance(verify: Callable[..., Any], item: Any, calls: int, seed: int)
                             "position": j,
                             "token": t,
                             "block": block,
-                            "drafts": tokens,
+                            "drafts": list(tokens),
                             "accepted_draft": j < len(block) - 1,
                         }
                     )

@@ -10,10 +10,11 @@ the chunk sizes depend on the verifier's speed, never on its outputs. A verifier
 time budget is wall time shared by the workers. Two tests share the instance's false-alarm rate
 ``alpha / instances`` in halves:
 
-* an anytime-valid e-process (the Dirichlet mixture of :class:`~verispec.stats.sequential.DirichletEProcess`,
-  over the unpooled outcomes) checked after every chunk: the instance stops early, rejected,
-  the first time it reaches ``2 instances / alpha`` (Ville's inequality holds at any
-  stopping time);
+* an anytime-valid e-process (the Dirichlet mixture of
+  :class:`~verispec.stats.sequential.DirichletEProcess` over the unpooled outcomes, in its
+  batch form :func:`~verispec.stats.sequential.dirichlet_log_e`) checked after every chunk:
+  the instance stops early, rejected, the first time it reaches ``2 instances / alpha``
+  (Ville's inequality holds at any stopping time);
 * at the end of the budget, the G-test on the cells pooled for the samples drawn, as in the
   planned audit.
 
@@ -26,21 +27,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from verispec.errors import UsageError
 
-__all__ = ["Budget", "dirichlet_log_e", "parse_budget", "resolution"]
+__all__ = ["Budget", "parse_budget", "resolution"]
 
 #: Samples of an instance's first chunk (its speed is measured on it).
 FIRST_CHUNK = 1000
 #: A chunk is at most this many times the samples drawn before it (the e-process is
 #: checked after every chunk: a stop overshoots the samples it needed by at most this factor).
 GROWTH = 2
-#: The Dirichlet mixture's concentration (its prior is ``concentration * p``).
-CONCENTRATION = 100.0
 
 
 @dataclass(frozen=True)
@@ -69,25 +66,6 @@ def parse_budget(text: str) -> Budget:
             raise UsageError(f"budget={text!r} must be a positive time (60s, 2m) or number of samples")
         return Budget(samples=samples)
     raise UsageError(f"budget={text!r} is not a time (60s, 2m) or a number of samples (2000000)")
-
-
-def dirichlet_log_e(
-    counts: Mapping[str, int], law: Mapping[str, Any], concentration: float = CONCENTRATION
-) -> float:
-    """The log e-value of the Dirichlet(``concentration * p``) mixture against the law ``p``
-    after ``counts`` (exchangeable, so it needs the counts only); ``inf`` when an outcome of
-    probability 0 was seen."""
-    n = sum(counts.values())
-    log_e = math.lgamma(concentration) - math.lgamma(concentration + n)
-    for outcome, k in counts.items():
-        if not k:
-            continue
-        p = float(law.get(outcome, 0))
-        if p == 0:
-            return math.inf
-        a = concentration * p
-        log_e += math.lgamma(a + k) - math.lgamma(a) - k * math.log(p)
-    return log_e
 
 
 def resolution(n: int, df: int, *, alpha: float, power: float) -> float | None:

@@ -230,6 +230,24 @@ def _ask(worker: Any, job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         return {"error": f"the audit worker raised {exc}{where}"}
 
 
+def _target_name(function: str | Callable[..., Any], seed: Any) -> str:
+    """Check an audit's ``function`` and ``seed``; the name its report and command use."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise UsageError(f"seed={seed!r} must be a non-negative integer")
+    if isinstance(function, str):
+        if function.count(":") != 1 or not all(function.split(":")):
+            raise UsageError(f"function={function!r} must be written module:function")
+        return function
+    return str(getattr(function, "__qualname__", repr(function)))
+
+
+def _command(kind: str, name: str, design: str, alpha: float, power: float, seed: int, law: str) -> str:
+    """The command line that reproduces an audit; ``design`` is ``--tv X`` or ``--budget B``."""
+    flag = "--chain" if kind == "chain" else "--tree"
+    command = f"verispec audit {flag} {name} --alpha {alpha:g} --power {power:g} {design} --seed {seed}"
+    return command + (f" --law {law}" if kind == "tree" else "")
+
+
 def audit(
     function: str | Callable[..., Any],
     kind: str = "chain",
@@ -258,24 +276,17 @@ def audit(
         raise UsageError(f"tv={tv!r} must be in (0, 1)")
     if kind not in ("chain", "tree"):
         raise UsageError(f"kind={kind!r} must be 'chain' or 'tree'")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise UsageError(f"seed={seed!r} must be a non-negative integer")
-    if isinstance(function, str) and (function.count(":") != 1 or not all(function.split(":"))):
-        raise UsageError(f"function={function!r} must be written module:function")
+    name = _target_name(function, seed)
     items = instances or (
         chain_audit_instances(seed) if kind == "chain" else tree_audit_instances(seed, law=law)
     )
     if budget is not None:
         return _budgeted(
-            function, kind, items, budget, alpha, power, seed, timeout_s, law, on_instance, workers
+            function, name, kind, items, budget, alpha, power, seed, timeout_s, law, on_instance, workers
         )
     per_instance_alpha = alpha / len(items)
     plans = [plan_instance(item, alpha=per_instance_alpha, power=power, tv=tv) for item in items]
-    name = function if isinstance(function, str) else getattr(function, "__qualname__", repr(function))
-    flag = "--chain" if kind == "chain" else "--tree"
-    command = f"verispec audit {flag} {name} --alpha {alpha:g} --power {power:g} --tv {tv:g} --seed {seed}"
-    if kind == "tree":
-        command += f" --law {law}"
+    command = _command(kind, name, f"--tv {tv:g}", alpha, power, seed, law)
     results: list[InstanceResult | None] = [None] * len(items)
     clock = [time.perf_counter()]
 
@@ -444,12 +455,8 @@ def boundary_audit(
     battery (``"module:function"`` in a subprocess with a time limit, or a callable here)."""
     from verispec.audits.boundary import probe_instance
 
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise UsageError(f"seed={seed!r} must be a non-negative integer")
-    if isinstance(function, str) and (function.count(":") != 1 or not all(function.split(":"))):
-        raise UsageError(f"function={function!r} must be written module:function")
+    name = _target_name(function, seed)
     items = instances or chain_audit_instances(seed)
-    name = function if isinstance(function, str) else getattr(function, "__qualname__", repr(function))
     results: list[dict[str, Any] | None] = [None] * len(items)
     start = time.perf_counter()
 
@@ -474,6 +481,7 @@ def boundary_audit(
 
 def _budgeted(
     function: str | Callable[..., Any],
+    name: str,
     kind: str,
     items: list[AuditInstance],
     budget: Budget,
@@ -497,13 +505,8 @@ def _budgeted(
     import os
     import threading
 
-    name = function if isinstance(function, str) else getattr(function, "__qualname__", repr(function))
-    flag = "--chain" if kind == "chain" else "--tree"
     text = f"{budget.seconds:g}s" if budget.seconds is not None else str(budget.samples)
-    command = f"verispec audit {flag} {name} --budget {text} --alpha {alpha:g} --power {power:g}"
-    command += f" --seed {seed}"
-    if kind == "tree":
-        command += f" --law {law}"
+    command = _command(kind, name, f"--budget {text}", alpha, power, seed, law)
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise UsageError(f"workers={workers!r} must be a positive integer")
     lanes = 1 if not isinstance(function, str) else min(workers or os.cpu_count() or 1, len(items))
@@ -592,7 +595,8 @@ def _budgeted_instance(
     """Sample one instance for its share of the budget; test it and state its resolution."""
     from collections import Counter
 
-    from verispec.audits.budget import FIRST_CHUNK, GROWTH, dirichlet_log_e, resolution
+    from verispec.audits.budget import FIRST_CHUNK, GROWTH, resolution
+    from verispec.stats.sequential import dirichlet_log_e
 
     threshold = math.log(1 / half)
     exact = {" ".join(map(str, k)): v for k, v in target_law(item.instance, item.length).items()}

@@ -15,13 +15,23 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from verispec.errors import UsageError
 
-__all__ = ["SPRT", "DirichletEProcess", "TwoStagePlan", "sprt_expected_samples", "two_stage_plan"]
+__all__ = [
+    "SPRT",
+    "DirichletEProcess",
+    "TwoStagePlan",
+    "dirichlet_log_e",
+    "sprt_expected_samples",
+    "two_stage_plan",
+]
+
+#: The Dirichlet mixture's concentration (its prior is ``concentration * p``).
+DIRICHLET_CONCENTRATION = 100.0
 
 
 def sprt_expected_samples(
@@ -90,7 +100,7 @@ class DirichletEProcess:
     null: Sequence[float]
     alpha: float
     cap: int
-    concentration: float = 100.0
+    concentration: float = DIRICHLET_CONCENTRATION
     n: int = 0
     log_e: float = 0.0
     decision: str | None = None
@@ -125,6 +135,26 @@ class DirichletEProcess:
         elif self.n >= self.cap:
             self.decision = "no evidence"
         return self.decision
+
+
+def dirichlet_log_e(
+    counts: Mapping[str, int], law: Mapping[str, Any], concentration: float = DIRICHLET_CONCENTRATION
+) -> float:
+    """The log e-value of the Dirichlet(``concentration * p``) mixture against the law ``p``
+    after ``counts``: the batch form of :class:`DirichletEProcess` (the mixture is exchangeable,
+    so it needs the counts only, not their order); ``inf`` when an outcome of
+    probability 0 was seen."""
+    n = sum(counts.values())
+    log_e = math.lgamma(concentration) - math.lgamma(concentration + n)
+    for outcome, k in counts.items():
+        if not k:
+            continue
+        p = float(law.get(outcome, 0))
+        if p == 0:
+            return math.inf
+        a = concentration * p
+        log_e += math.lgamma(a + k) - math.lgamma(a) - k * math.log(p)
+    return log_e
 
 
 @dataclass(frozen=True)
