@@ -121,6 +121,24 @@ def test_a_float32_torch_uniform_at_zero_is_pinned_and_caught() -> None:
 
 
 @pytest.mark.torch
+def test_categorical_torch_draws_are_left_to_the_generator_and_tallied() -> None:
+    """An exponential race or ``torch.multinomial`` has no boundary that is one of the real
+    generator's draws: the mode passes those through and the report counts them."""
+    import torch
+
+    pins = Pins(boundary="zero")
+    originals = (torch.Tensor.exponential_, torch.multinomial, torch.rand)
+    with pinned_globals(pins):
+        e = torch.empty(2, 5).exponential_()
+        m = torch.multinomial(torch.tensor([[0.5, 0.5], [0.1, 0.9]]), 1)
+        u = torch.rand(3, dtype=torch.float64)
+    assert bool((e > 0).all()) and m.shape == (2, 1) and u.tolist() == [0.0, 0.0, 0.0]
+    assert pins.unpinned == {"Tensor.exponential_": 10, "torch.multinomial": 2}
+    assert pins.draws == {"torch (float64)": 3}
+    assert (torch.Tensor.exponential_, torch.multinomial, torch.rand) == originals
+
+
+@pytest.mark.torch
 @pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="needs transformers")
 def test_transformers_speculative_sampling_at_the_boundaries() -> None:
     """transformers up to 5.24 accepts when U <= p/q, so at U = 0 it keeps a draft of target

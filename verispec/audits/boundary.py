@@ -19,6 +19,9 @@ The uniforms are the verifier's own draws: from the ``rng`` verispec passes (a
 :class:`PinnedGenerator` standing in for a ``numpy.random.Generator``: ``random`` and
 ``uniform``), and, intercepted in the audit worker's process, from numpy's and Python's
 global generators and torch's (``torch.rand``, ``torch.rand_like``, ``Tensor.uniform_``).
+Categorical draws the verifier makes by other means (``Tensor.exponential_`` for an
+exponential race, ``torch.multinomial``) have no boundary value that is a draw of the real
+generator; they are left to it and tallied, so the report says which draws were not pinned.
 Every emitted token is then checked against the instance's processed target law at its
 position: a token of target probability 0 there is a **boundary finding**, reported with the
 probability per uniform draw that the real generator produces that boundary (``2^-24`` or
@@ -77,6 +80,7 @@ class Pins:
     ratios: list[float] = field(default_factory=list)
     scalar_index: int = 0
     draws: dict[str, int] = field(default_factory=dict)
+    unpinned: dict[str, int] = field(default_factory=dict)
 
     def start_round(self, ratios: list[float]) -> None:
         self.ratios = ratios
@@ -89,6 +93,10 @@ class Pins:
             self.scalar_index += 1
             return [value]
         return [boundary_value(self.boundary, width, j, self.ratios) for j in range(count)]
+
+    def passed_through(self, source: str, count: int) -> None:
+        """Tally a draw left to the real generator (one the mode has no boundary for)."""
+        self.unpinned[source] = self.unpinned.get(source, 0) + count
 
 
 class Unpinnable(AttributeError):
@@ -197,9 +205,23 @@ def pinned_globals(pins: Pins) -> Iterator[None]:
             u = filled(tuple(self.shape), self.dtype, self.device)
             return self.copy_(from_ + (to - from_) * u)
 
+        exponential_ = torch.Tensor.exponential_
+        multinomial = torch.multinomial
+
+        def counted_exponential_(self: Any, *args: Any, **kwargs: Any) -> Any:
+            pins.passed_through("Tensor.exponential_", self.numel())
+            return exponential_(self, *args, **kwargs)
+
+        def counted_multinomial(input: Any, num_samples: int, *args: Any, **kwargs: Any) -> Any:
+            rows = 1 if input.dim() == 1 else input.shape[0]
+            pins.passed_through("torch.multinomial", rows * int(num_samples))
+            return multinomial(input, num_samples, *args, **kwargs)
+
         patch(torch, "rand", rand)
         patch(torch, "rand_like", rand_like)
         patch(torch.Tensor, "uniform_", uniform_)
+        patch(torch.Tensor, "exponential_", counted_exponential_)
+        patch(torch, "multinomial", counted_multinomial)
     try:
         yield
     finally:
@@ -264,4 +286,10 @@ def probe_instance(verify: Callable[..., Any], item: Any, calls: int, seed: int)
                             "accepted_draft": j < len(block) - 1,
                         }
                     )
-    return {"findings": findings, "draws": dict(pins.draws), "errors": errors, "unpinnable": unpinnable}
+    return {
+        "findings": findings,
+        "draws": dict(pins.draws),
+        "unpinned": dict(pins.unpinned),
+        "errors": errors,
+        "unpinnable": unpinnable,
+    }

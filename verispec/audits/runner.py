@@ -339,13 +339,22 @@ class BoundaryResult:
     instances: list[dict[str, Any]]
     seconds: float = 0.0
 
-    @property
-    def draws(self) -> dict[str, int]:
+    def _tally(self, key: str) -> dict[str, int]:
         out: dict[str, int] = {}
         for r in self.instances:
-            for source, count in r.get("draws", {}).items():
+            for source, count in r.get(key, {}).items():
                 out[source] = out.get(source, 0) + count
         return out
+
+    @property
+    def draws(self) -> dict[str, int]:
+        """Pinned uniforms by source and width."""
+        return self._tally("draws")
+
+    @property
+    def unpinned(self) -> dict[str, int]:
+        """Categorical draws left to the real generator, by source."""
+        return self._tally("unpinned")
 
     @property
     def per_draw_probability(self) -> float | None:
@@ -413,6 +422,7 @@ class BoundaryResult:
             "reason": self.reason,
             "per_draw_probability": self.per_draw_probability,
             "pinned_draws": self.draws,
+            "unpinned_draws": self.unpinned,
             "seed": self.seed,
             "reproduce": self.command,
             "seconds": round(self.seconds, 3),
@@ -428,6 +438,14 @@ class BoundaryResult:
             f"- {self.reason}",
             "- pinned uniforms by source: "
             + (", ".join(f"{k} {v}" for k, v in sorted(self.draws.items())) or "none"),
+            *(
+                [
+                    "- left to the real generator (no boundary value is one of its draws): "
+                    + ", ".join(f"{k} {v}" for k, v in sorted(self.unpinned.items()))
+                ]
+                if self.unpinned
+                else []
+            ),
             f"- seed {self.seed}; reproduce with `{self.command}`",
             "",
         ]
@@ -543,6 +561,10 @@ def _budgeted(
 
                 def ask(job: dict[str, Any]) -> dict[str, Any]:
                     return _ask(worker, job, timeout_s)
+
+                # one discarded round first: the verifier's own imports (vLLM's take seconds)
+                # are paid outside the budget, not by whichever instance the worker takes first
+                ask({"index": -1, "spec": to_spec(items[0]), "n": 1, "seed": seed * 1_000_000 + 999_999})
             else:
                 callable_function = function
 
@@ -631,7 +653,7 @@ def _budgeted_instance(
             size = min(share_n - drawn, GROWTH * drawn)
         else:
             assert share_s is not None
-            # the last chunk's speed: the first pays for the verifier's imports, once per worker
+            # the last chunk's speed (the worker was warmed up before its first instance)
             rate = size / max(took, 1e-9)
             size = min(int((share_s - spent) * rate), GROWTH * drawn)
     result = InstanceResult(
