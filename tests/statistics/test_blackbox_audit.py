@@ -75,6 +75,24 @@ def test_exact_tree_verifiers_pass(name: str, law: str) -> None:
     assert audit(black_box(name), "tree", law=law, alpha=PER_TEST_ALPHA, seed=1).verdict == "pass"
 
 
+def test_a_tree_drawn_by_several_draft_models_carries_their_rows() -> None:
+    """Under the "multi" law each sibling comes from its own draft model: the black box gets
+    ``sibling_probs`` (without it, MSS under that law cannot run)."""
+    from verispec.audits.instances import tree_audit_instances
+    from verispec.audits.worker import sample_instance
+
+    seen = []
+
+    def spy(tree, rng):
+        seen.append(tree.sibling_probs.shape)
+        return black_box("mss")(tree, rng)
+
+    for item in tree_audit_instances(0, law="multi"):
+        data = sample_instance(spy, item, 20, seed=0)
+        assert data["error"] is None and sum(data["counts"].values()) == 20
+    assert all(len(shape) == 2 and shape[0] >= 2 for shape in seen)
+
+
 @pytest.mark.statistical
 @pytest.mark.parametrize(
     ("name", "law"),

@@ -105,8 +105,30 @@ def test_the_cli_writes_the_boundary_report(tmp_path) -> None:
     assert "token (p = 0)" in (tmp_path / "boundary.md").read_text()
 
 
-def test_tree_verifiers_have_no_boundary_mode_yet() -> None:
-    assert main(["audit", "--tree", f"{BOXES}:tree_sample_and_match", "--boundary"]) == 2
+@pytest.mark.parametrize(
+    "function",
+    [f"{BOXES}:tree_sample_and_match", f"{BOXES}:tree_first_child", "verispec.audits.adapters:mss"],
+)
+def test_exact_tree_verifiers_emit_no_impossible_token_at_any_boundary(function: str) -> None:
+    result = boundary_audit(function, "tree")
+    assert result.verdict == RunVerdict.PASS, result.reason
+    assert sum(result.draws.values()) > 500
+
+
+def test_a_tree_child_kept_at_equality_is_a_boundary_finding(tmp_path) -> None:
+    function = f"{BOXES}:tree_first_child_at_equality"
+    result = boundary_audit(function, "tree")
+    assert result.verdict == RunVerdict.FAIL
+    assert any(f["boundary"] == "zero" and f["accepted_draft"] for f in result.findings)
+    # the draft puts 2/3 of its mass on a token the target never emits: kept at u = 0
+    assert any("target-impossible" in f["instance"] and f["token"] == 0 for f in result.findings)
+    assert result.command == f"verispec audit --tree {function} --law iid --boundary --seed 0"
+    assert main(["audit", "--tree", function, "--boundary", "--out", str(tmp_path)]) == 1
+    assert json.loads((tmp_path / "boundary.json").read_text())["verdict"] == "fail"
+
+
+def test_a_tree_boundary_audit_of_an_unknown_law_is_a_usage_error() -> None:
+    assert main(["audit", "--tree", f"{BOXES}:tree_sample_and_match", "--boundary", "--law", "nope"]) == 2
 
 
 @pytest.mark.torch

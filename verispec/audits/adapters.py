@@ -28,15 +28,19 @@ def black_box(name: str) -> Callable[..., list[int]]:
     if isinstance(entry, registry.TreeVerifier):
         verify_tree = entry.verify
 
+        def rows(values: Any) -> tuple[tuple[float, ...], ...]:
+            return tuple(tuple(float(v) for v in row) for row in values)
+
         def tree_box(tree: Any, rng: Any) -> list[int]:
             sampling = str(tree.sampling)
+            sibling = getattr(tree, "sibling_probs", None)
             drafted = DraftTree(
                 tokens=tuple(int(t) for t in tree.tokens),
                 parents=tuple(int(p) for p in tree.parents),
-                target_probs=tuple(tuple(float(v) for v in row) for row in tree.target_probs),
-                draft_probs=tuple(tuple(float(v) for v in row) for row in tree.draft_probs),
+                target_probs=rows(tree.target_probs),
+                draft_probs=rows(tree.draft_probs),
                 sampling=sampling,
-                sibling_probs=getattr(tree, "sibling_probs", None),
+                sibling_probs=None if sibling is None else rows(sibling),
             )
             return list(verify_tree(drafted, SeededRandom(generator=rng)))
 

@@ -10,10 +10,10 @@ the verifier draws pinned to one boundary:
 * ``below-one``: the largest float below 1 in the draw's own width (``1 - 2^-24`` in float32,
   ``1 - 2^-53`` in float64), which puts a categorical draw by inverse CDF in its last cell;
 * ``ratio``: the acceptance ratio ``min(1, p(x)/q(x))`` of the drafted tokens, in the draw's
-  width (the j-th value of a draw, or the j-th scalar draw of a round, gets draft j's ratio;
-  a ratio of 1 pins the largest value below 1), so that a ``<`` and a ``<=`` comparison
-  differ. The ratio is verispec's, in float64 and then rounded: a verifier that computes it
-  otherwise can land an ulp away.
+  width (the j-th value of a draw, or the j-th scalar draw of a round, gets draft j's ratio,
+  a tree's drafted nodes counted in node order; a ratio of 1 pins the largest value below
+  1), so that a ``<`` and a ``<=`` comparison differ. The ratio is verispec's, in float64 and
+  then rounded: a verifier that computes it otherwise can land an ulp away.
 
 The uniforms are the verifier's own draws: from the ``rng`` verispec passes (a
 :class:`PinnedGenerator` standing in for a ``numpy.random.Generator``: ``random`` and
@@ -238,12 +238,57 @@ def _ratios(view: Any, tokens: tuple[int, ...], rows: Any) -> list[float]:
     return out
 
 
+def _tree_ratios(tree: Any) -> list[float]:
+    """``min(1, p/q)`` of every drafted node, in node order (its parent's rows, its token)."""
+    out = []
+    for node in range(1, len(tree.tokens)):
+        parent, x = tree.parents[node], tree.tokens[node]
+        p, q = float(tree.target_probs[parent][x]), float(tree.draft_probs[parent][x])
+        out.append(min(1.0, p / q) if q > 0 else 1.0)
+    return out
+
+
+class _ChainProbe:
+    """One chain round for the probe: the verifier's arguments and the drafts' ratios."""
+
+    def __init__(self, view: Any, seed: int) -> None:
+        from verispec.audits.worker import ChainRounds
+        from verispec.core.random import SeededRandom
+
+        self.view, self.rounds = view, ChainRounds(view, SeededRandom(seed))
+
+    def next(self) -> tuple[tuple[Any, ...], list[float], Callable[[Any], list[int]], list[int]]:
+        tokens = self.rounds.drafts()
+        inputs = self.rounds.inputs(tokens)
+        ratios = _ratios(self.view, tokens, inputs[1])
+        return inputs, ratios, lambda raw: self.rounds.check(raw, tokens), list(tokens)
+
+
+class _TreeProbe:
+    """One tree round for the probe: the drafted tree's view and its nodes' ratios."""
+
+    def __init__(self, view: Any, seed: int) -> None:
+        from verispec.audits.worker import TreeRounds
+        from verispec.core.random import SeededRandom
+
+        self.rounds = TreeRounds(view, SeededRandom(seed))
+
+    def next(self) -> tuple[tuple[Any, ...], list[float], Callable[[Any], list[int]], list[int]]:
+        tree = self.rounds.draft()
+        return (
+            (self.rounds.inputs(tree),),
+            _tree_ratios(tree),
+            lambda raw: self.rounds.check(raw, tree),
+            list(tree.tokens[1:]),
+        )
+
+
 def probe_instance(verify: Callable[..., Any], item: Any, calls: int, seed: int) -> dict[str, Any]:
-    """Run ``verify`` ``calls`` rounds of ``item`` at each boundary (chain instances); return
-    the findings (tokens of target probability 0), the pinned draws by source and width,
-    and the error that stopped a boundary, if any."""
-    from verispec.audits.worker import BlackBoxError, ChainRounds
-    from verispec.core.random import SeededRandom
+    """Run ``verify`` ``calls`` rounds of ``item`` at each boundary (chain or tree
+    instances); return the findings (tokens of target probability 0), the pinned draws by
+    source and width, the draws left to the generator, and the error that stopped a
+    boundary, if any. A tree finding's ``drafts`` are the tree's drafted tokens in node order."""
+    from verispec.audits.worker import BlackBoxError
     from verispec.sampling import FloatInstance
 
     view: Any = FloatInstance(item.instance)
@@ -254,16 +299,16 @@ def probe_instance(verify: Callable[..., Any], item: Any, calls: int, seed: int)
     rng = PinnedGenerator(pins)
     for boundary in BOUNDARIES:
         pins.boundary = boundary
-        rounds = ChainRounds(view, SeededRandom(seed))  # the same drafts at every boundary
+        # the same drafts at every boundary
+        probe = _TreeProbe(view, seed) if item.kind == "tree" else _ChainProbe(view, seed)
         seen: set[tuple[int, ...]] = set()
         for i in range(calls):
-            tokens = rounds.drafts()
-            inputs = rounds.inputs(tokens)
-            pins.start_round(_ratios(view, tokens, inputs[1]))
+            inputs, ratios, check, drafts = probe.next()
+            pins.start_round(ratios)
             try:
                 with pinned_globals(pins):
                     raw = verify(*inputs, rng)
-                block = rounds.check(raw, tokens)
+                block = check(raw)
             except Unpinnable as exc:
                 unpinnable[boundary] = str(exc)
                 break
@@ -282,7 +327,7 @@ def probe_instance(verify: Callable[..., Any], item: Any, calls: int, seed: int)
                             "position": j,
                             "token": t,
                             "block": block,
-                            "drafts": list(tokens),
+                            "drafts": drafts,
                             "accepted_draft": j < len(block) - 1,
                         }
                     )

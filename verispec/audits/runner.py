@@ -241,11 +241,21 @@ def _target_name(function: str | Callable[..., Any], seed: Any) -> str:
     return str(getattr(function, "__qualname__", repr(function)))
 
 
+def _battery(kind: str, seed: int, law: str) -> list[AuditInstance]:
+    """The audit battery of ``kind`` (``"chain"`` or ``"tree"``, of candidate law ``law``)."""
+    if kind not in ("chain", "tree"):
+        raise UsageError(f"kind={kind!r} must be 'chain' or 'tree'")
+    return chain_audit_instances(seed) if kind == "chain" else tree_audit_instances(seed, law=law)
+
+
+def _law_option(kind: str, law: str) -> str:
+    return f" --law {law}" if kind == "tree" else ""
+
+
 def _command(kind: str, name: str, design: str, alpha: float, power: float, seed: int, law: str) -> str:
     """The command line that reproduces an audit; ``design`` is ``--tv X`` or ``--budget B``."""
-    flag = "--chain" if kind == "chain" else "--tree"
-    command = f"verispec audit {flag} {name} --alpha {alpha:g} --power {power:g} {design} --seed {seed}"
-    return command + (f" --law {law}" if kind == "tree" else "")
+    command = f"verispec audit --{kind} {name} --alpha {alpha:g} --power {power:g} {design} --seed {seed}"
+    return command + _law_option(kind, law)
 
 
 def audit(
@@ -274,12 +284,8 @@ def audit(
     check_rate("power", power)
     if not 0 < tv < 1:
         raise UsageError(f"tv={tv!r} must be in (0, 1)")
-    if kind not in ("chain", "tree"):
-        raise UsageError(f"kind={kind!r} must be 'chain' or 'tree'")
     name = _target_name(function, seed)
-    items = instances or (
-        chain_audit_instances(seed) if kind == "chain" else tree_audit_instances(seed, law=law)
-    )
+    items = instances or _battery(kind, seed, law)
     if budget is not None:
         return _budgeted(
             function, name, kind, items, budget, alpha, power, seed, timeout_s, law, on_instance, workers
@@ -462,19 +468,22 @@ class BoundaryResult:
 
 def boundary_audit(
     function: str | Callable[..., Any],
+    kind: str = "chain",
     *,
+    law: str = "iid",
     seed: int = 0,
     timeout_s: float = 120.0,
     calls: int = BOUNDARY_CALLS,
     instances: list[AuditInstance] | None = None,
     on_instance: Callable[[dict[str, Any]], None] | None = None,
 ) -> BoundaryResult:
-    """Run the chain verifier ``function`` at every boundary of its uniforms on the chain
-    battery (``"module:function"`` in a subprocess with a time limit, or a callable here)."""
+    """Run the verifier ``function`` at every boundary of its uniforms on the chain battery
+    (``kind="chain"``) or the tree battery of candidate law ``law`` (``kind="tree"``):
+    ``"module:function"`` in a subprocess with a time limit, or a callable here."""
     from verispec.audits.boundary import probe_instance
 
     name = _target_name(function, seed)
-    items = instances or chain_audit_instances(seed)
+    items = instances or _battery(kind, seed, law)
     results: list[dict[str, Any] | None] = [None] * len(items)
     start = time.perf_counter()
 
@@ -492,7 +501,7 @@ def boundary_audit(
     else:
         for i, item in enumerate(items):
             finish(i, probe_instance(function, item, calls, seed * 1000 + i))
-    command = f"verispec audit --chain {name} --boundary --seed {seed}"
+    command = f"verispec audit --{kind} {name}{_law_option(kind, law)} --boundary --seed {seed}"
     done = [r for r in results if r is not None]
     return BoundaryResult(name, seed, command, done, time.perf_counter() - start)
 

@@ -137,24 +137,41 @@ class ChainRounds:
         return seq[:length]
 
 
-def _tree_call(verify: Callable[..., Any], view: Any, rand: SeededRandom, rng: Any) -> list[int]:
-    import numpy as np
+class TreeRounds:
+    """The rounds of one tree instance: the tree, drafted with verispec's generator by the
+    instance's candidate law; the black box's view of it (float arrays); and the check that
+    its block is a root-to-node path of the tree and one more token."""
 
-    tree = draft_tree(view, rand)
-    box = SimpleNamespace(
-        tokens=np.array(tree.tokens, dtype=np.int64),
-        parents=np.array(tree.parents, dtype=np.int64),
-        target_probs=np.array(tree.target_probs, dtype=np.float64),
-        draft_probs=np.array(tree.draft_probs, dtype=np.float64),
-        sampling=tree.sampling,
-    )
-    block = _as_block(verify(box, rng), view.gamma + 1, view.vocab_size)
-    nodes = [0]
-    for i, t in enumerate(block[:-1]):
-        nodes = [c for n in nodes for c in tree.children[n] if tree.tokens[c] == t]
-        if not nodes:
-            raise BlackBoxError(f"returned {block}: {block[: i + 1]} is not a path of the drafted tree")
-    return block
+    def __init__(self, view: Any, rand: SeededRandom) -> None:
+        self.view, self.rand = view, rand
+
+    def draft(self) -> Any:
+        return draft_tree(self.view, self.rand)
+
+    @staticmethod
+    def inputs(tree: Any) -> Any:
+        import numpy as np
+
+        return SimpleNamespace(
+            tokens=np.array(tree.tokens, dtype=np.int64),
+            parents=np.array(tree.parents, dtype=np.int64),
+            target_probs=np.array(tree.target_probs, dtype=np.float64),
+            draft_probs=np.array(tree.draft_probs, dtype=np.float64),
+            sampling=tree.sampling,
+            # the law each node was drawn from, under the "multi" law (one draft model per sibling)
+            sibling_probs=None
+            if tree.sibling_probs is None
+            else np.array(tree.sibling_probs, dtype=np.float64),
+        )
+
+    def check(self, raw: Any, tree: Any) -> list[int]:
+        block = _as_block(raw, self.view.gamma + 1, self.view.vocab_size)
+        nodes = [0]
+        for i, t in enumerate(block[:-1]):
+            nodes = [c for n in nodes for c in tree.children[n] if tree.tokens[c] == t]
+            if not nodes:
+                raise BlackBoxError(f"returned {block}: {block[: i + 1]} is not a path of the drafted tree")
+        return block
 
 
 def sample_instance(verify: Callable[..., Any], item: AuditInstance, n: int, seed: int) -> dict[str, Any]:
@@ -173,10 +190,12 @@ def sample_instance(verify: Callable[..., Any], item: AuditInstance, n: int, see
     blocks: Counter[int] = Counter()
     error = None
     rounds = None if item.kind == "tree" else ChainRounds(view, rand)
+    trees = TreeRounds(view, rand)
     for i in range(n):
         try:
             if rounds is None:
-                block = _tree_call(verify, view, rand, rng)
+                tree = trees.draft()
+                block = trees.check(verify(trees.inputs(tree), rng), tree)
                 seq = list(block)
                 while len(seq) < length:
                     seq.append(rand.categorical(view.target_probs(tuple(seq))))

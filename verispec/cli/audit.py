@@ -46,9 +46,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--boundary",
         action="store_true",
-        help="boundary mode (chain verifiers): pin every uniform the verifier draws (from its rng or "
+        help="boundary mode: pin every uniform the verifier draws (from its rng or "
         "from numpy's, Python's and torch's global generators) at 0, the largest float below 1 and the "
-        "drafts' acceptance ratios, and report any emitted token of target probability 0 with the "
+        "drafted tokens' acceptance ratios, and report any emitted token of target probability 0 with the "
         "chance per draw that a real generator hits that boundary",
     )
     p.add_argument(
@@ -136,12 +136,6 @@ def _finish(args: argparse.Namespace, stem: str, result: Any, summary: str) -> N
 
 def _boundary(args: argparse.Namespace, kind: str, function: str) -> RunVerdict:
     from verispec.audits.runner import boundary_audit
-    from verispec.errors import UsageError
-
-    if kind != "chain":
-        raise UsageError(
-            "--boundary runs chain verifiers (--chain); the tree battery has no boundary mode yet"
-        )
 
     def show(r: dict[str, Any]) -> None:
         if args.json:
@@ -157,7 +151,9 @@ def _boundary(args: argparse.Namespace, kind: str, function: str) -> RunVerdict:
 
     if not args.json:
         progress(f"boundary audit of {function} in a subprocess (uniforms pinned at 0, below 1, the ratio)")
-    result = boundary_audit(function, seed=args.seed, timeout_s=args.timeout, on_instance=show)
+    result = boundary_audit(
+        function, kind, law=args.law, seed=args.seed, timeout_s=args.timeout, on_instance=show
+    )
     _finish(
         args, "boundary", result, f"verdict: {result.verdict}: {result.reason}; reproduce: {result.command}"
     )
