@@ -83,22 +83,24 @@ def _marginal(law: dict, pick) -> dict:
 def damped_ratio() -> object:
     """The fixture ``damped_ratio`` in fractions, unregistered: Algorithm 1 with the acceptance
     ratio damped to 19/20 of itself where p < q (the residual and bonus unchanged)."""
-    from verispec.core.ops import positive_part
     from verispec.verifiers.chain import acceptance_ratio
+    from verispec.verifiers.controls import _residual, _token_level_with
     from verispec.verifiers.registry import ChainVerifier
 
+    def damped(p, q, x):  # type: ignore[no-untyped-def]
+        ratio = acceptance_ratio(p, q, x)
+        return ratio * Fraction(19, 20) if ratio < 1 else ratio
+
     def verify(target_probs, draft_probs, draft_tokens, rand):  # type: ignore[no-untyped-def]
-        block = []
-        for i, x in enumerate(draft_tokens):
-            p, q = target_probs[i], draft_probs[i]
-            ratio = acceptance_ratio(p, q, x)
-            if rand.bernoulli(ratio * Fraction(19, 20) if ratio < 1 else ratio):
-                block.append(x)
-            else:
-                block.append(rand.categorical(positive_part(p, q)))
-                return block
-        block.append(rand.categorical(target_probs[len(draft_tokens)]))
-        return block
+        return _token_level_with(
+            target_probs,
+            draft_probs,
+            draft_tokens,
+            rand,
+            correction=_residual,
+            bonus_row=len(draft_tokens),
+            ratio=damped,
+        )
 
     return ChainVerifier("damped-ratio", "control", verify, "sample", "damped ratio", "tests/fixtures")
 

@@ -50,12 +50,14 @@ def _token_level_with(
     *,
     correction: Any,
     bonus_row: int | None,
+    ratio: Any = acceptance_ratio,
 ) -> list[int]:
-    """Token-level speculative sampling with a pluggable correction and bonus row."""
+    """Token-level speculative sampling with a pluggable correction, bonus row and
+    acceptance ratio ``ratio(p, q, x)``."""
     block: list[int] = []
     for i, x in enumerate(draft_tokens):
         p, q = target_probs[i], draft_probs[i]
-        if rand.bernoulli(acceptance_ratio(p, q, x)):
+        if rand.bernoulli(ratio(p, q, x)):
             block.append(x)
         else:
             block.append(correction(p, q, x, rand))
