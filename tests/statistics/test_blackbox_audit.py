@@ -174,7 +174,12 @@ class TestCli:
         assert data["reproduce"].startswith(
             "verispec audit --chain tests.fixtures.black_boxes:resample_on_reject"
         )
-        assert (tmp_path / "audit.md").read_text().startswith("# Audit of")
+        rejected = next(r for r in data["instances"] if r["verdict"] == "rejected")
+        assert rejected["decided_by"] in rejected["view_pvalues"]
+        assert rejected["view_pvalues"].keys() == {"sequence"} | {f"position {j}" for j in range(4)}
+        markdown = (tmp_path / "audit.md").read_text()
+        assert markdown.startswith("# Audit of")
+        assert "decided by" in markdown
         assert json.loads((tmp_path / "audit.json").read_text())["kind"] == "chain"
 
     def test_plan_command(self, capsys) -> None:

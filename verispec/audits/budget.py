@@ -15,11 +15,13 @@ time budget is wall time shared by the workers. Two tests share the instance's f
   batch form :func:`~verispec.stats.sequential.dirichlet_log_e`) checked after every chunk:
   the instance stops early, rejected, the first time it reaches ``2 instances / alpha``
   (Ville's inequality holds at any stopping time);
-* at the end of the budget, the G-test on the cells pooled for the samples drawn, as in the
-  planned audit.
+* at the end of the budget, the G-tests of the sequence and position views on the cells
+  pooled for the samples drawn, Bonferroni-combined as in the planned audit
+  (:mod:`verispec.audits.views`).
 
-The resolution of an instance is the smallest total variation at which the final G-test, at
-its half of the rate and with the samples drawn, has the declared power (the least
+The resolution of an instance is the smallest total variation at which the final sequence
+test, at its Bonferroni share of the half rate and with the samples drawn, has the declared
+power (the least
 favourable alternative has Cohen's ``w = 2 tv``): what a pass rules out.
 """
 

@@ -4,11 +4,12 @@
 
 1. builds the audit battery (:mod:`verispec.audits.instances`) and, for each instance, the
    exact law of ``L`` tokens under the target;
-2. plans the sample size of each instance: a G-test (exact p-value when the count vectors
-   can be enumerated) with false-alarm rate ``alpha / instances`` and power ``power``
-   against every alternative at total variation ``tv`` from the target (the least
-   favourable one has Cohen's ``w = 2 tv``); cells are pooled from the exact law before
-   sampling;
+2. plans the sample size of each instance: G-tests (exact p-values when the count vectors
+   can be enumerated) on the whole sequence and on each position's token
+   (:mod:`verispec.audits.views`), Bonferroni at false-alarm rate ``alpha / instances``,
+   with power ``power`` against every alternative at total variation ``tv`` from the target
+   (the least favourable one has Cohen's ``w = 2 tv``) from the sequence test at its share
+   of the rate; cells are pooled from the exact laws before sampling;
 3. samples the black box (in a subprocess with a time limit per instance, or in-process
    for a trusted callable), checking every returned block;
 4. reports, per instance, the p-value, a total-variation estimate with a bootstrap
@@ -34,11 +35,12 @@ from verispec.audits.instances import (
     to_spec,
     tree_audit_instances,
 )
+from verispec.audits.views import CombinedTest, View, combined_test, views
 from verispec.audits.worker import sample_instance
 from verispec.errors import UsageError
 from verispec.exact.criterion import target_law
 from verispec.stats.constants import SUITE_ALPHA
-from verispec.stats.gof import g_test, pooled_cells
+from verispec.stats.gof import pooled_cells
 from verispec.stats.plan import check_rate, chi_square_sample_size
 from verispec.verdicts import Decision, RunVerdict
 
@@ -67,6 +69,9 @@ class InstanceResult:
     resolution: float | None = None
     stopped: str | None = None
     log_e: float | None = None
+    #: the view whose test gave the p-value, and every view's own p-value (before Bonferroni)
+    decided_by: str | None = None
+    view_pvalues: dict[str, float] = field(default_factory=dict)
 
     @property
     def rejected(self) -> bool:
@@ -81,6 +86,8 @@ class InstanceResult:
             "pvalue": self.pvalue,
             "statistic": self.statistic,
             "method": self.method,
+            "decided_by": self.decided_by,
+            "view_pvalues": self.view_pvalues,
             "tv_estimate": self.tv,
             "tv_interval_95_basic_bootstrap": list(self.tv_interval) if self.tv_interval else None,
             "block_lengths": self.block_lengths,
@@ -140,6 +147,8 @@ class AuditResult:
             "",
             f"- family-wise false-alarm rate {self.alpha:g} (split over {len(self.instances)} "
             f"instances), {power}",
+            "- each instance is tested on the whole sequence and on each position's token (G-tests, "
+            "Bonferroni over the views; the p-value is the smallest view's times the number of views)",
             f"- seed {self.seed}; reproduce with `{self.command}`",
             "",
         ]
@@ -149,31 +158,38 @@ class AuditResult:
             interval = "" if r.tv_interval is None else f"[{r.tv_interval[0]:.4f}, {r.tv_interval[1]:.4f}]"
             pvalue = "" if r.pvalue is None else f"{r.pvalue:.3g}"
             verdict = f"**{Decision.REJECTED}**" if r.rejected else Decision.CONSISTENT
-            row = [r.name, r.n, pvalue, tv, interval, verdict, r.error or ""]
+            row = [r.name, r.n, pvalue, r.decided_by or "", tv, interval, verdict, r.error or ""]
             if self.budget:
                 row[2:2] = ["" if r.resolution is None else f"{r.resolution:.4f}", r.stopped or ""]
             rows.append(row)
-        header = ["instance", "samples", "p-value", "TV on cells", "95% basic bootstrap", "verdict", "error"]
+        header = ["instance", "samples", "p-value", "decided by", "TV on cells", "95% basic bootstrap"]
+        header += ["verdict", "error"]
         if self.budget:
             header[2:2] = ["resolution (TV)", "stopped by"]
         lines.append(table(header, rows))
         return "\n".join(lines) + "\n"
 
 
-def plan_instance(
-    item: AuditInstance, *, alpha: float, power: float, tv: float
-) -> tuple[int, dict[str, Any], list[list[str]]]:
-    """The planned sample size, the exact law (keys ``"t0 t1 ..."``) and the cells of one instance."""
-    exact = target_law(item.instance, item.length)
-    law = {" ".join(map(str, k)): v for k, v in exact.items()}
+def plan_instance(item: AuditInstance, *, alpha: float, power: float, tv: float) -> tuple[int, list[View]]:
+    """The planned sample size and the test's views of one instance at rate ``alpha`` (the
+    first view is the whole sequence, with the exact law keyed ``"t0 t1 ..."``): the sequence
+    view is sized at its Bonferroni share ``alpha / (1 + length)``, so it alone has the
+    declared power."""
+    law = _exact_law(item)
+    share = alpha / (1 + item.length)
     n = 200
     for _ in range(4):  # the pooling depends on n and the plan on the pooling: iterate to a fixed point
         cells = pooled_cells(law, n)
-        new_n = chi_square_sample_size(2 * tv, max(len(cells) - 1, 1), alpha=alpha, power=power)
+        new_n = chi_square_sample_size(2 * tv, max(len(cells) - 1, 1), alpha=share, power=power)
         if new_n == n:
             break
         n = new_n
-    return n, law, pooled_cells(law, n)
+    return n, views(law, item.length, n)
+
+
+def _exact_law(item: AuditInstance) -> dict[str, Any]:
+    """The target's exact law of an instance's ``length`` tokens, keyed ``"t0 t1 ..."``."""
+    return {" ".join(map(str, k)): v for k, v in target_law(item.instance, item.length).items()}
 
 
 def _tv_with_interval(
@@ -196,6 +212,18 @@ def _tv_with_interval(
     boot = 0.5 * np.abs(rng.multinomial(n, freq, size=BOOTSTRAP) / n - exact).sum(axis=1)
     low, high = np.quantile(boot, [0.025, 0.975])
     return tv, (max(0.0, 2 * tv - float(high)), max(0.0, 2 * tv - float(low)))
+
+
+def _record_test(
+    result: InstanceResult, counts: dict[str, int], views_: list[View], seed: int
+) -> CombinedTest:
+    """Run the instance's combined test on ``counts``; record it and the TV estimate (on the
+    sequence view's cells)."""
+    test = combined_test(counts, views_)
+    result.pvalue, result.statistic, result.method = test.pvalue, test.statistic, test.method
+    result.decided_by, result.view_pvalues = test.decided_by, test.view_pvalues
+    result.tv, result.tv_interval = _tv_with_interval(counts, views_[0].law, views_[0].cells, seed)
+    return test
 
 
 def _run_isolated(
@@ -297,7 +325,7 @@ def audit(
     clock = [time.perf_counter()]
 
     def finish(index: int, data: dict[str, Any]) -> None:
-        n_planned, exact, cells = plans[index]
+        n_planned, views_ = plans[index]
         counts = data.get("counts", {})
         now = time.perf_counter()
         result = InstanceResult(
@@ -311,9 +339,7 @@ def audit(
         )
         clock[0] = now
         if result.n and result.error is None:
-            test = g_test(counts, exact, cells)
-            result.pvalue, result.statistic, result.method = test.pvalue, test.statistic, test.method
-            result.tv, result.tv_interval = _tv_with_interval(counts, exact, cells, seed + index)
+            _record_test(result, counts, views_, seed + index)
         results[index] = result
         if on_instance:
             on_instance(result)
@@ -630,7 +656,7 @@ def _budgeted_instance(
     from verispec.stats.sequential import dirichlet_log_e
 
     threshold = math.log(1 / half)
-    exact = {" ".join(map(str, k)): v for k, v in target_law(item.instance, item.length).items()}
+    exact = _exact_law(item)
     counts: Counter[str] = Counter()
     blocks: Counter[str] = Counter()
     drawn, spent, chunk, error, stopped = 0, 0.0, 0, None, "budget"
@@ -670,11 +696,14 @@ def _budgeted_instance(
     )
     result.stopped, result.log_e = stopped, log_e
     if drawn and error is None:
-        cells = pooled_cells(exact, drawn)
-        test = g_test(counts, exact, cells)
+        views_ = views(exact, item.length, drawn)
+        test = _record_test(result, counts, views_, seed + index)
         e_pvalue = 0.0 if log_e == math.inf else min(1.0, math.exp(-log_e))
+        if e_pvalue < test.pvalue:
+            result.decided_by = "e-process"
         result.pvalue = min(test.pvalue, e_pvalue)
-        result.statistic, result.method = test.statistic, f"{test.method} and Dirichlet e-process"
-        result.tv, result.tv_interval = _tv_with_interval(counts, exact, cells, seed + index)
-        result.resolution = resolution(drawn, len(cells) - 1, alpha=half, power=power)
+        result.method = f"{test.method}; and Dirichlet e-process"
+        # what a pass rules out: the sequence view alone, at its share of the G-test's half
+        share = half / len(views_)
+        result.resolution = resolution(drawn, len(views_[0].cells) - 1, alpha=share, power=power)
     return result

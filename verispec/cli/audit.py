@@ -85,12 +85,14 @@ def run(args: argparse.Namespace) -> RunVerdict:
         if args.json:
             return
         p = "" if r.pvalue is None else f"p={r.pvalue:.3g}"
+        if r.rejected and r.decided_by:
+            p = f"{p} ({r.decided_by})"
         mark = "BAD" if r.rejected else "ok "
         tv = "" if r.tv is None else f"TV~{r.tv:.3f}"
         if r.stopped:
             resolved = "" if r.resolution is None else f"resolves TV {r.resolution:.4f}"
             tv = f"{tv} {resolved} (stopped by {r.stopped})"
-        progress(f"  {mark} {r.name:<45} n={r.n:<8} {p:<14} {tv:<10} {r.error or ''}")
+        progress(f"  {mark} {r.name:<45} n={r.n:<8} {p:<26} {tv:<10} {r.error or ''}")
 
     if not args.json:
         plan = f"budget {budget.describe()}" if budget else f"TV {args.tv:g}"
