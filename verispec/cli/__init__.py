@@ -15,7 +15,7 @@ import traceback
 from collections.abc import Sequence
 
 from verispec._version import __version__
-from verispec.cli import audit, check, conform, controls, plan, prove, smt
+from verispec.cli import audit, check, conform, controls, plan, prove, serve, smt
 from verispec.cli._common import Parser
 from verispec.errors import ExitCode, MissingDependency, UsageError, VerispecError
 from verispec.verdicts import exit_code
@@ -23,7 +23,7 @@ from verispec.verdicts import exit_code
 __all__ = ["build_parser", "main"]
 
 #: The commands, in the order ``verispec --help`` lists them.
-COMMANDS = (prove, smt, plan, audit, conform, controls, check)
+COMMANDS = (prove, smt, plan, audit, conform, serve, controls, check)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 
 from verispec.errors import UsageError
 
-__all__ = ["Parser", "add_budget_options", "int_at_least", "progress", "rate"]
+__all__ = ["Parser", "add_budget_options", "int_at_least", "model_options", "progress", "rate"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -80,3 +80,12 @@ def add_budget_options(p: argparse.ArgumentParser) -> None:
 
 def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def model_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The engine factory's model options from ``--size``, ``--target`` and ``--draft``."""
+    options: dict[str, Any] = {}
+    for key in ("size", "target", "draft"):
+        if getattr(args, key, None):
+            options[key] = getattr(args, key)
+    return options

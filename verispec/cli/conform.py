@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from verispec.cli._common import int_at_least, progress, rate
+from verispec.cli._common import int_at_least, model_options, progress, rate
 from verispec.verdicts import RunVerdict
 
 __all__ = ["add_parser", "run"]
@@ -86,14 +86,9 @@ def run(args: argparse.Namespace) -> RunVerdict:
     from verispec.conformance.runner import conform
     from verispec.report.lines import check_line
 
-    options: dict[str, Any] = {}
-    if args.size:
-        options["size"] = args.size
+    options = model_options(args)
     if args.mutation:
         options["mutations"] = args.mutation
-    for key in ("target", "draft"):
-        if getattr(args, key):
-            options[key] = getattr(args, key)
     if args.fix:
         options["fixes"] = args.fix
     live = sys.stderr.isatty() and not args.json

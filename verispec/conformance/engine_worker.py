@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import inspect
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -152,10 +153,14 @@ def _handler(config: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any
                 "unsupported": dict(getattr(engine, "unsupported", {}) or {}),
                 "notes": [str(n) for n in getattr(engine, "notes", ()) or ()],
                 "prompts": [list(p) for p in getattr(engine, "prompts", ()) or ()],
+                "prompt_kinds": [str(k) for k in getattr(engine, "prompt_kinds", ()) or ()],
             }
         if op == "generate":
-            completions = engine.generate([Request.from_json(r) for r in message["requests"]])
-            return {"completions": [c.to_json() for c in completions]}
+            requests = [Request.from_json(r) for r in message["requests"]]
+            start = time.perf_counter()  # the engine's own time, without the pipe to the harness
+            completions = engine.generate(requests)
+            seconds = time.perf_counter() - start
+            return {"completions": [c.to_json() for c in completions], "seconds": seconds}
         if op == "logits_along":
             return _logits_along(engine, message["model"], message["prompt"], message["tokens"])
         raise UsageError(f"op={op!r} is not one of info, generate, logits_along")

@@ -75,6 +75,9 @@ class EngineProxy:
         self.unsupported: dict[str, str] = {str(k): str(v) for k, v in unsupported.items()}
         self.notes: list[str] = [str(n) for n in info.get("notes") or ()]
         self.prompts: list[tuple[int, ...]] = [tuple(int(t) for t in p) for p in info.get("prompts") or ()]
+        self.prompt_kinds: list[str] = [str(k) for k in info.get("prompt_kinds") or ()]
+        #: the engine's own time for the last generate call, measured in its process
+        self.last_generate_seconds: float | None = None
 
     @property
     def restarts(self) -> int:
@@ -141,6 +144,8 @@ class EngineProxy:
             {"op": "generate", "requests": [r.to_json() for r in requests]},
             timeout_s=self.timeout_s * len(requests),
         )
+        seconds = answer.get("seconds")
+        self.last_generate_seconds = float(seconds) if isinstance(seconds, int | float) else None
         completions = answer.get("completions")
         if not isinstance(completions, list) or len(completions) != len(requests):
             got = len(completions) if isinstance(completions, list) else completions

@@ -106,7 +106,7 @@ def junit(data: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _bars(
+def bar_chart(
     values: list[float],
     labels: list[str],
     title: str,
@@ -171,7 +171,7 @@ def html(data: dict[str, Any]) -> str:
 
     rows = "".join(row(c) for c in checks)
     stat = [c for c in checks if c["pvalue"] is not None]
-    pplot = _bars(
+    pplot = bar_chart(
         [-math.log10(max(c["pvalue"], 1e-300)) for c in stat],
         [c["check"] for c in stat],
         "-log10 p-value per check (dashed: the check's alpha)",
@@ -182,7 +182,7 @@ def html(data: dict[str, Any]) -> str:
         for setting, counts in (c.get("details") or {}).get("pit_histograms", {}).items():
             if counts:
                 expected = sum(counts) / len(counts)
-                hists += _bars(
+                hists += bar_chart(
                     [float(v) for v in counts],
                     [f"{i / 10:.1f}" for i in range(len(counts))],
                     f"{c['check']}: PIT histogram at {setting} (dashed: uniform)",
@@ -190,7 +190,7 @@ def html(data: dict[str, Any]) -> str:
                 )
     survival = _survival(data)
     splot = (
-        _bars(
+        bar_chart(
             survival["measured"],
             [f"K>={i + 1}" for i in range(len(survival["measured"]))],
             f"survival of the accepted length P(K >= j) over {survival['rounds']} rounds: "

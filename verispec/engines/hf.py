@@ -38,6 +38,7 @@ class _HFEngine:
         self.device = str(target.device)
         #: real text prompts (token ids) of a trained model; none for seeded ones
         self.prompts: list[tuple[int, ...]] = []
+        self.prompt_kinds: list[str] = []  # one per prompt ("rewrite", "open")
 
     def target_logits(self, prefixes: list[tuple[int, ...]]) -> Any:
         torch = self.torch
@@ -144,6 +145,7 @@ def make_hf_assisted(
     pair = load_pair(size, seed=seed, device=device, target=target, draft=draft)
     engine = HFAssistedEngine(pair.target, pair.draft, gamma=gamma)
     engine.prompts = list(pair.prompts)
+    engine.prompt_kinds = list(pair.prompt_kinds)
     if mutations:
         engine.name += f"[{','.join(sorted(mutations))}]"
     return engine
@@ -168,4 +170,5 @@ def make_hf_lookup(
     pair = load_pair(size, seed=seed, device=device, target=target, draft=target)
     engine = HFLookupEngine(pair.target, gamma=gamma)
     engine.prompts = list(pair.prompts)
+    engine.prompt_kinds = list(pair.prompt_kinds)
     return engine

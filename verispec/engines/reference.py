@@ -173,6 +173,7 @@ class ReferenceEngine:
         self.name = name
         #: real text prompts (token ids) of a trained model; none for seeded ones
         self.prompts: list[tuple[int, ...]] = []
+        self.prompt_kinds: list[str] = []  # one per prompt ("rewrite", "open")
         self.vocab_size = int(target.config.vocab_size)
         self.device = str(self.lm_target.device)
         # a mutant that ignores seeds still claims "seeded": that claim is what the check tests
@@ -519,6 +520,7 @@ def make_reference(
         pair.target, pair.draft, gamma=gamma, page_size=page_size, hooks=hooks, name=name, tree=tree
     )
     engine.prompts = list(pair.prompts)
+    engine.prompt_kinds = list(pair.prompt_kinds)
     if mutations:
         engine.name += f"[{','.join(sorted(mutations))}]"
     return engine
