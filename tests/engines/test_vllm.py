@@ -68,3 +68,45 @@ def test_rounds_that_disagree_with_vllms_counters_are_an_error(draft_engine) -> 
     fake = [Completion([1, 2, 3], "length", rounds=[RoundStat(5, 1, 2, (4, 6, 8))])]
     with pytest.raises(RuntimeError, match="do not add up to vLLM's spec-decode counters"):
         draft_engine._check_counters(draft_engine.counters(), fake)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
+def test_non_speculative_requests_run_on_a_plain_vllm_engine_beside_the_speculative_one(draft_engine) -> None:
+    """One call with both kinds of request: the plain ones on vLLM's own non-speculative engine
+    (no rounds, no drafts counted), the speculative ones as before; every token comes with the
+    time it left vLLM's engine, and greedy decoding gives the same tokens on both."""
+    from verispec.engines.protocol import Request, Sampling
+
+    before = draft_engine.counters()
+    requests = [
+        Request((3, 5, 7, 9), 12, Sampling(0.0), seed=0, speculative=speculative)
+        for speculative in (True, False, True, False)
+    ]
+    spec, plain, *_ = completions = draft_engine.generate(requests)
+    assert spec.tokens == plain.tokens  # greedy: speculation on or off, the same text
+    assert spec.rounds and plain.rounds is None
+    for c in completions:
+        assert len(c.token_times) == len(c.tokens) == 12
+        assert all(0 <= a <= b for a, b in itertools.pairwise(c.token_times))
+    after = draft_engine.counters()
+    assert after["num_drafts"] - before["num_drafts"] == sum(len(c.rounds or []) for c in completions)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")
+def test_serve_measures_vllm_prompt_lookup_against_vllm_without_speculation(tmp_path, capsys) -> None:
+    """End to end in the engine worker: the n-gram engine (which loads numba, after which vLLM's
+    CPU build cannot register its kernels again: finding 7) starts its plain twin, and the
+    report has both arms' streams and the rounds vLLM's scheduler verified."""
+    import json
+
+    from verispec.cli import main
+
+    args = ["serve", "--engine", "vllm-ngram", "--fix", "cpu-expand", "--requests", "2", "--tuning", "1"]
+    assert main([*args, "--max-new-tokens", "12", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    record = data["draft_lengths"][0]
+    assert data["name"] == "vllm-ngram+fix[cpu-expand]"
+    for arm in ("speculative", "baseline"):
+        assert record["test"]["all"][arm]["stream"]["time_to_first_token_p50_s"] > 0
+    assert record["rounds"]["rounds"] > 0 and "source" not in record["rounds"]
+    assert record["concurrent"]["baseline"]["latency_p95_s"] > 0

@@ -5,17 +5,27 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from verispec.cli import main
 from verispec.engines.protocol import RoundStat
-from verispec.serving import Timed, length_rule, round_summary, speed_summary
+from verispec.serving import (
+    STREAM_ROUNDS,
+    Timed,
+    checked_times,
+    length_rule,
+    round_summary,
+    rounds_of,
+    speed_summary,
+    stream_summary,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _timed(seconds: float, tokens: int, speculative: bool = True, rounds=None) -> Timed:
-    return Timed("short", "test", speculative, seconds, tokens, "length", rounds)
+def _timed(seconds: float, tokens: int, speculative: bool = True, rounds=None, times=None) -> Timed:
+    return Timed("short", "test", speculative, seconds, tokens, "length", rounds, times)
 
 
 def test_time_per_token_is_a_ratio_of_sums_not_a_mean_of_ratios() -> None:
@@ -51,6 +61,44 @@ def test_the_tail_sum_identity_holds_on_rounds_not_cut_short() -> None:
     assert out["independent_formula"] == pytest.approx((1 - a**4) / (1 - a))
     cut = round_summary([[RoundStat(0, 3, 2)]], gamma=3)  # three accepted, two committed: the budget
     assert cut["rounds_cut_short"] == 1 and cut["committed_per_round"] < cut["tail_sum"]
+
+
+def test_the_stream_gives_first_token_inter_token_and_delivery_waits() -> None:
+    """Two speculative streams: tokens delivered together arrive 0 s apart, so the inter-token
+    median can be 0 while the wait between deliveries (a whole round) is what a user feels."""
+    a = _timed(0.9, 5, times=[0.1, 0.1, 0.1, 0.4, 0.4])  # deliveries at 0.1 and 0.4
+    b = _timed(0.9, 4, times=[0.3, 0.5, 0.5, 0.5])  # deliveries at 0.3 and 0.5
+    out = stream_summary([a, b])
+    assert out["time_to_first_token_p50_s"] == pytest.approx(0.2)  # median of 0.1 and 0.3
+    gaps = [0, 0, 0.3, 0, 0.2, 0, 0]  # every consecutive pair of tokens
+    assert out["inter_token_p50_s"] == pytest.approx(0.0)
+    assert out["inter_token_p95_s"] == pytest.approx(float(np.quantile(gaps, 0.95)))
+    assert out["delivery_wait_p50_s"] == pytest.approx(0.25)  # the waits 0.3 and 0.2
+    assert out["deliveries"] == 4
+    assert len(out["inter_token_deciles_s"]) == 10
+    assert stream_summary([a, _timed(1.0, 3)]) == {
+        "reason": "the engine lacks the capability token-times: no stream to time"
+    }
+
+
+def test_rounds_are_read_off_a_stream_when_the_engine_reports_none() -> None:
+    """Each delivery is one round: 3 tokens at once are two accepted drafts and a correction."""
+    streamed = _timed(1.0, 6, times=[0.1, 0.1, 0.1, 0.2, 0.3, 0.3])
+    assert [(r.accepted, r.committed) for r in rounds_of(streamed) or []] == [(2, 3), (0, 1), (1, 2)]
+    own = [RoundStat(0, 1, 2)]
+    assert rounds_of(_timed(1.0, 2, rounds=own, times=[0.1, 0.1])) == own  # the engine's own win
+    assert rounds_of(_timed(1.0, 2)) is None
+    assert "read off the stream" in STREAM_ROUNDS
+
+
+def test_a_malformed_stream_is_refused_never_timed() -> None:
+    assert checked_times([0.1, 0.2], 2, "w") == [0.1, 0.2]
+    assert checked_times(None, 2, "w") is None
+    with pytest.raises(ValueError, match="w: token_times has 1 entries for 2 tokens"):
+        checked_times([0.1], 2, "w")
+    for bad in ([0.2, 0.1], [0.1, float("nan")], [-0.1, 0.2]):
+        with pytest.raises(ValueError, match="must be finite, >= 0 and non-decreasing"):
+            checked_times(bad, 2, "w")
 
 
 def _tuning(seconds_per_round: float, committed: int, requests: int = 12) -> list[Timed]:
@@ -94,6 +142,12 @@ def test_serve_measures_the_reference_engine_and_keeps_every_request(tmp_path, c
     assert any("no matched quality contract" in c for c in data["contract"])
     kinds = set(data["draft_lengths"][0]["test"])
     assert kinds == {"all", "short", "long", "repeating"}
+    # the reference engine streams: first token, inter-token times, in one request and in a batch
+    first = data["draft_lengths"][0]
+    for arm in ("speculative", "baseline"):
+        assert first["test"]["all"][arm]["stream"]["time_to_first_token_p50_s"] > 0
+        assert first["concurrent"][arm]["stream"]["inter_token_p95_s"] >= 0
+    assert "source" not in first["rounds"]  # the engine's own rounds, not the stream's
     lines = (out / "results.jsonl").read_text().splitlines()
     assert len(lines) == 2 * 2 * (2 * 3 * 2 + 1)  # gammas x arms x (requests + warm-up)
     assert (out / "serve.md").read_text().startswith("# Serving measurement")
@@ -105,7 +159,11 @@ def test_serve_measures_the_reference_engine_and_keeps_every_request(tmp_path, c
 @pytest.mark.usefixtures("_in_repo_root")
 @pytest.mark.parametrize(
     ("factory", "reason"),
-    [("make_bare", "lacks the capability non-speculative"), ("make_crashing", "failed a request")],
+    [
+        ("make_bare", "lacks the capability non-speculative"),
+        ("make_crashing", "failed a request"),
+        ("make_time_travel", "must be finite, >= 0 and non-decreasing"),
+    ],
 )
 def test_no_baseline_is_inconclusive_never_a_speedup(factory: str, reason: str, capsys) -> None:
     code = main(["serve", "--engine", f"tests.fixtures.my_engine:{factory}", "--requests", "2", "--json"])

@@ -42,6 +42,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--size", default=None, help="model pair for built-in engines (ci, small, smollm2, ...)")
     for flag in ("target", "draft"):
         p.add_argument(f"--{flag}", default=None, metavar="PATH", help=f"a checkpoint folder as the {flag}")
+    p.add_argument(
+        "--fix",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="apply a known engine bug's fix in the engine's process (vLLM: cpu-expand); the report says so",
+    )
     p.add_argument("--gammas", type=_gammas, default=None, metavar="G1,G2,...", help="draft lengths to sweep")
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--top-p", type=float, default=None)
@@ -72,6 +79,8 @@ def run(args: argparse.Namespace) -> RunVerdict:
     from verispec.serving import serve
 
     options = model_options(args)
+    if args.fix:
+        options["fixes"] = args.fix
     if args.out and os.path.exists(os.path.join(args.out, "serve.json")) and not args.force:
         raise UsageError(f"--out={args.out!r} already holds a serve report; pass --force to replace it")
     sampling = Sampling(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k)

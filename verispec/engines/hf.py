@@ -12,6 +12,7 @@ The patch lives only in the engine's process.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from verispec.engines.protocol import Completion, Request
@@ -20,8 +21,29 @@ from verispec.engines.registry import builtin_engine
 __all__ = ["HFAssistedEngine", "HFLookupEngine", "make_hf_assisted", "make_hf_lookup"]
 
 #: What both adapters declare: transformers' generate takes one request at a time and reports
-#: no rounds; its drafts cannot be scripted.
-HF_CAPABILITIES = ("target-logits", "non-speculative", "seeded")
+#: no rounds; its drafts cannot be scripted; its streamer gives the token times.
+HF_CAPABILITIES = ("target-logits", "non-speculative", "seeded", "token-times")
+
+
+class _Clock:
+    """A transformers streamer that notes when ``generate`` hands out each token: the prompt
+    first (not counted), then each step's tokens (one per plain step, a round's accepted drafts
+    and its correction or bonus together under assisted generation)."""
+
+    def __init__(self) -> None:
+        self.start = time.perf_counter()
+        self.times: list[float] = []
+        self._prompt_seen = False
+
+    def put(self, value: Any) -> None:
+        if not self._prompt_seen:
+            self._prompt_seen = True
+            return
+        now = time.perf_counter() - self.start
+        self.times += [now] * int(value.numel())
+
+    def end(self) -> None:
+        pass
 
 
 class _HFEngine:
@@ -88,11 +110,16 @@ class _HFEngine:
                 kwargs.update(self._extra(request))
             # every prompt token is attended to: without a mask, generate masks the tokens equal
             # to pad_token_id, which a chat prompt holds (SmolLM2's id 2 is <|im_end|>)
+            clock = _Clock()
             with torch.no_grad():
-                result = self.target.generate(ids, attention_mask=torch.ones_like(ids), **kwargs)
+                result = self.target.generate(
+                    ids, attention_mask=torch.ones_like(ids), streamer=clock, **kwargs
+                )
             tokens = [int(t) for t in result[0, len(request.prompt) :].tolist()]
             stopped = any(t in request.stop_ids for t in tokens)
-            out.append(Completion(tokens, "stop" if stopped else "length"))
+            # a stream that does not match the output (a transformers change) is not reported
+            times = clock.times if len(clock.times) == len(tokens) else None
+            out.append(Completion(tokens, "stop" if stopped else "length", token_times=times))
         return out
 
 

@@ -46,6 +46,9 @@ CAPABILITIES: dict[str, str] = {
     "point-mass-drafts": "the verifier receives no draft law: each draft is a point mass (q = 1 at the "
     "draft), accepted with probability p(draft); with `draft-model` the drafts are the draft model's "
     "argmax",
+    "token-times": "fills `Completion.token_times`: for each committed token, the seconds from the start "
+    "of the `generate` call at which the engine handed it out (tokens committed together share one time), "
+    "the stream a user sees: time to first token and inter-token times",
     "batch": "`generate` takes several requests at once and gives each row its own tokens, however "
     "ragged the rows' lengths and acceptance",
     "penalties": "applies `Sampling.frequency_penalty` on every path (every logit lowered by the "
@@ -154,6 +157,8 @@ class Completion:
     finish_reason: str  # "stop" or "length"
     rounds: list[RoundStat] | None = None
     error: str | None = None
+    #: seconds from the start of ``generate`` at which each token was handed out (``token-times``)
+    token_times: list[float] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -161,6 +166,7 @@ class Completion:
             "finish_reason": self.finish_reason,
             "rounds": None if self.rounds is None else [asdict(r) for r in self.rounds],
             "error": self.error,
+            "token_times": self.token_times,
         }
 
     @classmethod
@@ -173,6 +179,7 @@ class Completion:
             if rounds is None
             else [RoundStat(**{**r, "drafts": tuple(r.get("drafts", ()))}) for r in rounds],
             error=data.get("error"),
+            token_times=None if data.get("token_times") is None else [float(t) for t in data["token_times"]],
         )
 
 

@@ -13,6 +13,7 @@ cache. Each step is a seam of :class:`Hooks`, and a planted bug of the negative 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -136,6 +137,7 @@ class _Row:
     committed: list[int]
     out: list[int] = field(default_factory=list)
     rounds: list[RoundStat] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)  # when each of ``out`` was committed
     done: Completion | None = None
 
 
@@ -171,6 +173,7 @@ class ReferenceEngine:
         self.max_batch = max_batch
         self.hooks = hooks or Hooks()
         self.name = name
+        self._start_time = time.perf_counter()
         #: real text prompts (token ids) of a trained model; none for seeded ones
         self.prompts: list[tuple[int, ...]] = []
         self.prompt_kinds: list[str] = []  # one per prompt ("rewrite", "open")
@@ -213,6 +216,7 @@ class ReferenceEngine:
                 raise UsageError(
                     f"requests[{i}].prompt holds id {bad[0]} outside the vocabulary 0..{self.vocab_size - 1}"
                 )
+        self._start_time = time.perf_counter()  # token times count from here (``token-times``)
         results: list[Completion | None] = [None] * len(requests)
         chain = [i for i, r in enumerate(requests) if r.speculative and self.tree is None]
         for i, r in enumerate(requests):
@@ -251,8 +255,12 @@ class ReferenceEngine:
         config = request.sampling.config()
         row = _Row(request, SeededRandom(self.hooks.seed(request)), config, list(request.prompt))
         if request.max_new_tokens <= 0:
-            row.done = Completion([], "length", [])
+            row.done = Completion([], "length", [], token_times=[])
         return row
+
+    def _now(self) -> float:
+        """Seconds since the start of the current ``generate`` call."""
+        return time.perf_counter() - self._start_time
 
     def _chain(self, requests: list[Request]) -> list[Completion]:
         """Speculative chain rounds for a batch of requests: every draft step and every
@@ -341,13 +349,14 @@ class ReferenceEngine:
         row.rounds.append(RoundStat(L, accepted, len(block), tuple(drafts)))
         row.committed += block
         row.out += block
+        row.times += [self._now()] * len(block)
         if any(not 0 <= t < self.vocab_size for t in block):
             # an id outside the vocabulary cannot be fed back: it is returned and the request ends
-            row.done = Completion(row.out, "length", row.rounds)
+            row.done = Completion(row.out, "length", row.rounds, token_times=row.times)
         elif stopped:
-            row.done = Completion(row.out, "stop", row.rounds)
+            row.done = Completion(row.out, "stop", row.rounds, token_times=row.times)
         elif len(row.out) >= request.max_new_tokens:
-            row.done = Completion(row.out, "length", row.rounds)
+            row.done = Completion(row.out, "length", row.rounds, token_times=row.times)
         return kept
 
     def _plain(
@@ -355,15 +364,17 @@ class ReferenceEngine:
     ) -> Completion:
         committed = list(prompt)
         out: list[int] = []
+        times: list[float] = []
         while len(out) < request.max_new_tokens:
             logits = self.lm_target.causal_forward(tensor([committed[-1]]), cache)[-1]
             p = probs(request.sampling.penalise(logits, out), config)
             y = rand.categorical(p) if not config.is_greedy else max(range(len(p)), key=lambda t: (p[t], -t))
             committed.append(y)
             out.append(y)
+            times.append(self._now())
             if y in request.stop_ids:
-                return Completion(out, "stop")
-        return Completion(out, "length")
+                return Completion(out, "stop", token_times=times)
+        return Completion(out, "length", token_times=times)
 
     def _tree_decode(
         self, request: Request, prompt: list[int], cache: Any, rand: SeededRandom, config: Any, tensor: Any
@@ -378,6 +389,7 @@ class ReferenceEngine:
         verify = entry.verify
         committed = list(prompt)
         out: list[int] = []
+        times: list[float] = []
         rounds: list[RoundStat] = []
         while len(out) < request.max_new_tokens:
             L = len(committed)
@@ -416,9 +428,10 @@ class ReferenceEngine:
             rounds.append(RoundStat(L, len(path) - 1, len(block), tuple(tokens[1:])))
             committed += block
             out += block
+            times += [self._now()] * len(block)
             if any(t in request.stop_ids for t in block):
-                return Completion(out, "stop", rounds)
-        return Completion(out, "length", rounds)
+                return Completion(out, "stop", rounds, token_times=times)
+        return Completion(out, "length", rounds, token_times=times)
 
     @staticmethod
     def _path(tokens: list[int], parents: list[int], node: int) -> list[int]:
@@ -469,8 +482,9 @@ CHAIN_CAPABILITIES = (
     "seeded",
     "batch",
     "penalties",
+    "token-times",
 )
-TREE_CAPABILITIES = ("target-logits", "non-speculative", "seeded")
+TREE_CAPABILITIES = ("target-logits", "non-speculative", "seeded", "token-times")
 
 
 # stacked decorators register bottom-up: reference, reference-paged, reference-tree

@@ -17,6 +17,13 @@ replaced by vLLM's CPU implementations (``vllm/platforms/cpu.py``).
 * ``vllm-scripted``: ``method="custom_class"`` with :class:`~verispec.engines.vllm_proposer.ScriptedProposer`,
   which puts the first rejection at a scripted position (see there for what vLLM allows).
 
+Requests run step by step through vLLM's engine (what ``LLM.generate`` does), so each token's
+time is noted as it comes out (``token-times``). ``Request(speculative=False)`` runs on a second
+``vllm.LLM`` in the same process with the same checkpoint and settings and no speculative config
+(``non-speculative``), started at the first such request: vLLM cannot turn speculation off per
+request. ``verispec serve`` times the two against each other; ``greedy-equivalence`` compares
+them.
+
 The baseline (``target-logits``) is a plain transformers forward pass on the same checkpoint;
 at start the adapter compares it with vLLM's own prompt log-probabilities on a probe and
 refuses to run when they differ by more than :data:`LOGPROB_TOLERANCE`.
@@ -32,7 +39,9 @@ probabilistic draft uses the temperature only and ignores the seed (vLLM's own T
 
 from __future__ import annotations
 
+import itertools
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -70,7 +79,7 @@ METHODS = {
     "vllm-scripted": "custom_class",
 }
 
-_COMMON = ("target-logits", "seeded", "batch", "penalties", "round-stats")
+_COMMON = ("target-logits", "seeded", "batch", "penalties", "round-stats", "non-speculative", "token-times")
 
 #: The rounds vLLM's scheduler verified during the current ``generate`` call, by vLLM's
 #: internal request id (filled by :func:`record_rounds`).
@@ -147,20 +156,22 @@ class VLLMEngine:
         config: dict[str, Any] = {"method": method, "num_speculative_tokens": gamma, **(speculative or {})}
         if method == "draft_model":
             config["model"] = str(draft_dir)
+        #: vLLM's settings but for speculation, which the non-speculative engine shares
+        self._settings: dict[str, Any] = {
+            "model": str(target_dir),
+            "skip_tokenizer_init": True,
+            "dtype": "float32",
+            "max_model_len": MAX_MODEL_LEN,
+            "seed": seed,
+            "enforce_eager": True,
+            "kv_cache_memory_bytes": KV_CACHE_BYTES,
+            "gpu_memory_utilization": 0.2,
+            "max_logprobs": 20,
+        }
+        self._plain_llm: Any = None  # started at the first non-speculative request
+        self._request_ids = itertools.count()
         try:
-            self.llm = LLM(
-                model=str(target_dir),
-                skip_tokenizer_init=True,
-                dtype="float32",
-                max_model_len=MAX_MODEL_LEN,
-                speculative_config=config,
-                seed=seed,
-                enforce_eager=True,
-                kv_cache_memory_bytes=KV_CACHE_BYTES,
-                gpu_memory_utilization=0.2,
-                disable_log_stats=False,
-                max_logprobs=20,
-            )
+            self.llm = LLM(**self._settings, speculative_config=config, disable_log_stats=False)
         except (ValueError, RuntimeError, NotImplementedError) as exc:
             raise UsageError(f"vLLM refused to start {name} on {target_dir}: {exc}") from None
         self.baseline_gap = self._compare_baseline()
@@ -236,34 +247,64 @@ class VLLMEngine:
         )
 
     def generate(self, requests: list[Request]) -> list[Completion]:
-        if any(not r.speculative for r in requests):
-            raise UsageError(
-                f"{self.name} has no non-speculative path (vLLM cannot turn speculation off per request)"
-            )
-        from vllm.inputs import TokensPrompt
+        """The speculative requests on the speculative engine, the others on the same model
+        with speculation off (a second ``vllm.LLM``, vLLM cannot turn it off per request)."""
+        out: list[Completion | None] = [None] * len(requests)
+        for speculative in (True, False):
+            indices = [i for i, r in enumerate(requests) if r.speculative == speculative]
+            if indices:
+                batch = [requests[i] for i in indices]
+                completions = self._speculative(batch) if speculative else self._plain(batch)
+                for i, completion in zip(indices, completions, strict=True):
+                    out[i] = completion
+        return [c for c in out if c is not None]
 
+    def _speculative(self, requests: list[Request]) -> list[Completion]:
         before = self.counters()
         ROUNDS.clear()
-        outs = self.llm.generate(
-            [TokensPrompt(prompt_token_ids=list(r.prompt)) for r in requests],
-            [self._params(r) for r in requests],
-            use_tqdm=False,
-        )
+        streamed = self._stream(self.llm, requests)
         rounds: dict[str, list[RoundStat]] = {}
         for internal, recorded in ROUNDS.items():
             rounds.setdefault(internal.rsplit("-", 1)[0], []).extend(recorded)
-        completions = [
-            self._completion(r, o, rounds.get(o.request_id, [])) for r, o in zip(requests, outs, strict=True)
-        ]
+        completions = [self._completion(o, times, rounds.get(o.request_id, [])) for o, times in streamed]
         self._check_counters(before, completions)
         self._require_drafts(before, requests, completions)
         return completions
 
+    def _plain(self, requests: list[Request]) -> list[Completion]:
+        """Token by token: the same checkpoint and settings, no speculative config. Its stats
+        stay off: a second engine's stat logger would unregister the first one's counters."""
+        if self._plain_llm is None:
+            self._plain_llm = _second_llm(self._settings)
+        return [self._completion(o, times, None) for o, times in self._stream(self._plain_llm, requests)]
+
+    def _stream(self, llm: Any, requests: list[Request]) -> list[tuple[Any, list[float]]]:
+        """Run ``requests`` to completion step by step through vLLM's engine (what
+        ``LLM.generate`` does), noting when each token comes out: the stream a server sends."""
+        from vllm.inputs import TokensPrompt
+
+        engine = llm.llm_engine
+        params = [self._params(r) for r in requests]  # refuses an unsupported setting before any runs
+        start = time.perf_counter()
+        ids = [f"v{next(self._request_ids)}" for _ in requests]  # no '-': internal ids append one
+        for request_id, r, p in zip(ids, requests, params, strict=True):
+            engine.add_request(request_id, TokensPrompt(prompt_token_ids=list(r.prompt)), p)
+        times: dict[str, list[float]] = {i: [] for i in ids}
+        finished: dict[str, Any] = {}
+        while engine.has_unfinished_requests():
+            for out in engine.step():
+                now = time.perf_counter() - start
+                seen = times[out.request_id]
+                seen += [now] * (len(out.outputs[0].token_ids) - len(seen))
+                if out.finished:
+                    finished[out.request_id] = out
+        return [(finished[i], times[i]) for i in ids]
+
     @staticmethod
-    def _completion(request: Request, out: Any, rounds: list[RoundStat]) -> Completion:
+    def _completion(out: Any, times: list[float], rounds: list[RoundStat] | None) -> Completion:
         tokens = [int(t) for t in out.outputs[0].token_ids]
         stopped = out.outputs[0].finish_reason == "stop"
-        return Completion(tokens, "stop" if stopped else "length", rounds=rounds)
+        return Completion(tokens, "stop" if stopped else "length", rounds=rounds, token_times=times)
 
     def _check_counters(self, before: dict[str, Any], completions: list[Completion]) -> None:
         """The rounds recorded from the scheduler must add up to vLLM's own spec-decode
@@ -309,6 +350,29 @@ class VLLMEngine:
                 f"{self.name}: vLLM's counters show no drafts over {len(requests)} requests: "
                 "speculation is off, so this would test the plain sampler"
             )
+
+
+def _second_llm(settings: dict[str, Any]) -> Any:
+    """A second ``vllm.LLM`` in this process, without speculation and without stats (a second
+    stat logger unregisters the first engine's counters).
+
+    vLLM's CPU worker registers its kernel overrides at every start, scanning every loaded
+    module; once llvmlite is loaded (numba, which the n-gram proposer imports) the scan fails
+    (``'_lib_fn_wrapper' object has no attribute 'get'``: docs/audits/vllm.md, finding 7). The
+    first engine registered the overrides for the whole process, so the second skips it."""
+    from vllm import LLM
+    from vllm.platforms import current_platform
+
+    platform = type(current_platform)
+    name = "register_triton_kernel_overrides"
+    original = platform.__dict__.get(name)
+    if original is not None:
+        setattr(platform, name, classmethod(lambda cls: None))
+    try:
+        return LLM(**settings, disable_log_stats=True)
+    finally:
+        if original is not None:
+            setattr(platform, name, original)
 
 
 class VLLMScriptedEngine(VLLMEngine):
