@@ -78,7 +78,7 @@ def main() -> None:
     parser.add_argument("--law", action="store_true", help="a quick conform run first, as the contract")
     parser.add_argument("--out", default=None, help="keep the serve reports under this folder")
     parser.add_argument("--figures", default=None, help="write each report's plots here as SVG files")
-    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--temperature", type=float, default=1.0, help="every request's (0: greedy)")
     args = parser.parse_args()
     sizes = set(args.sizes.split(","))
     engines = set(args.engines.split(",")) if args.engines else None
@@ -91,7 +91,7 @@ def main() -> None:
     header = (
         "| engine | size | gamma | ms/token spec | ms/token base | speedup [95%] "
         "| first token ms spec / base | p95 inter-token ms spec / base "
-        "| K measured / tail-sum / independent | a | c | modelled |"
+        "| K measured / tail-sum / independent | K by prompt kind | a | c | modelled |"
     )
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
@@ -135,13 +135,16 @@ def main() -> None:
                     if r.get("rounds")
                     else "-"
                 )
+                by_kind = ", ".join(
+                    f"{kind} {v['committed_per_round']:.2f}" for kind, v in r.get("by_kind", {}).items()
+                )
                 low, high = s["speedup_interval"]
                 first = " / ".join(_ms(a["stream"].get("time_to_first_token_p50_s")) for a in (sp, bs))
                 gap = " / ".join(_ms(a["stream"].get("inter_token_p95_s")) for a in (sp, bs))
                 print(
                     f"| {engine} | {size} | {g['gamma']} | {_ms(sp['time_per_token_s'])} | "
                     f"{_ms(bs['time_per_token_s'])} | {s['speedup']:.2f} [{low:.2f}, {high:.2f}] | {first} | "
-                    f"{gap} | {k} | {r.get('acceptance_rate', 0):.2f} | "
+                    f"{gap} | {k} | {by_kind or '-'} | {r.get('acceptance_rate', 0):.2f} | "
                     f"{r.get('implied_draft_cost_c', 0):.2f} | {r.get('modelled_speedup', 0):.2f} |",
                     flush=True,
                 )

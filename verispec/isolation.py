@@ -71,13 +71,18 @@ def load_function(spec: str, *, argument: str = "function") -> Callable[..., Any
     return fn  # type: ignore[no-any-return]
 
 
-def worker_env(threads: int | None = None) -> dict[str, str]:
+def worker_env(threads: int | None = None, *, foreign: bool = False) -> dict[str, str]:
     """The worker's environment: the current folder importable (``mypkg:make`` resolves as it
-    does for the user) and, with ``threads``, OpenMP and MKL capped to that many threads."""
+    does for the user), with ``threads`` OpenMP, MKL and OpenBLAS (hence torch) capped to that
+    many threads, and for a ``foreign`` interpreter (not the one running verispec) the folder
+    holding verispec, so that its worker module imports there too."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.getcwd(), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    paths = [os.getcwd()]
+    if foreign:
+        paths.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     if threads is not None:
-        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = str(threads)
+        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = env["OPENBLAS_NUM_THREADS"] = str(threads)
     return env
 
 
@@ -183,7 +188,7 @@ class Worker:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
-            env=worker_env(self.threads),
+            env=worker_env(self.threads, foreign=self.python != sys.executable),
         )
         self._buffer = b""
         self._send(self.config)

@@ -468,6 +468,7 @@ def serve(
     )
     result = ServeResult(engine, engine, sampling.describe(), max_new_tokens, seed, command)
     tuning: dict[int, list[Timed]] = {}
+    tested: dict[int, list[Timed]] = {}
 
     def save() -> None:
         if folder is not None:
@@ -508,10 +509,11 @@ def serve(
             else:
                 record["concurrent"] = {"reason": "the engine lacks the capability batch"}
             tuning[gamma] = [s for s, _ in pairs if s.split == "tuning"]
+            tested[gamma] = [s for s, _ in pairs if s.split == "test"]
             result.gammas.append(record)
             say(f"  gamma {gamma}: speedup {record['test']['all']['speedup']:.3f}")
             save()
-    _conclude(result, tuning, seed, law_report, engine)
+    _conclude(result, tuning, tested, seed, law_report, engine)
     save()
     return result
 
@@ -628,10 +630,22 @@ def _gamma_record(gamma: int, pairs: list[tuple[Timed, Timed]], seed: int) -> di
         rounds["source"] = STREAM_ROUNDS
     elif not rounds.get("rounds"):
         rounds["reason"] = "the engine reports neither rounds (round-stats) nor a stream (token-times)"
+    if len(kinds) > 1 and rounds.get("rounds"):  # prompt lookup copies on some kinds only
+        rounds["by_kind"] = {}
+        for kind in kinds:
+            part = round_summary([rounds_of(s) or [] for s in spec if s.kind == kind], gamma)
+            if part.get("rounds"):
+                keys = ("rounds", "committed_per_round", "acceptance_rate")
+                rounds["by_kind"][kind] = {key: part[key] for key in keys}
     record: dict[str, Any] = {"gamma": gamma, "test": speed, "rounds": rounds}
     if rounds.get("rounds"):
+        # steps that committed one token without drafts (the prefill's first token, a lookup
+        # that found nothing) are not rounds: they share the time, so the cost is per step
+        in_rounds = sum(r.committed for s in spec for r in rounds_of(s) or [])
+        rounds["steps_without_drafts"] = max(0, sum(s.tokens for s in spec) - in_rounds)
         base_tpot = speed["all"]["baseline"]["time_per_token_s"]
-        round_cost = speed["all"]["speculative"]["seconds"] / rounds["rounds"]
+        steps = rounds["rounds"] + rounds["steps_without_drafts"]
+        round_cost = speed["all"]["speculative"]["seconds"] / steps
         implied = round_cost / base_tpot  # one round in baseline tokens: g c + 1
         c = (implied - 1) / gamma if gamma else 0.0
         rounds["round_cost_s"] = round_cost
@@ -693,9 +707,15 @@ def _concurrent(proxy: Any, jobs: list[Job]) -> dict[str, Any]:
 
 
 def _conclude(
-    result: ServeResult, tuning: dict[int, list[Timed]], seed: int, law_report: str | None, engine: str
+    result: ServeResult,
+    tuning: dict[int, list[Timed]],
+    tested: dict[int, list[Timed]],
+    seed: int,
+    law_report: str | None,
+    engine: str,
 ) -> None:
-    """The draft-length rule over the sweep, the chosen length and the falsification criteria."""
+    """The draft-length rule over the sweep (on the tuning requests), the chosen length and
+    the falsification criteria (on the test requests)."""
     result.contract.append(_law_contract(law_report, engine))
     if result.inconclusive:
         result.contract.append(f"inconclusive: {result.inconclusive}; no speedup is claimed")
@@ -710,24 +730,9 @@ def _conclude(
     result.chosen_gamma = chosen
     by_gamma = {r["gamma"]: r for r in result.gammas}
     for short, long in itertools.pairwise(lengths):
-        a, b = by_gamma[short], by_gamma[long]
-        ka, kb = a["rounds"].get("committed_per_round"), b["rounds"].get("committed_per_round")
-        if ka is None or kb is None or kb <= ka:
-            continue
-        sa, sb = a["test"]["all"]["speculative"], b["test"]["all"]["speculative"]
-        worse = [
-            name
-            for name, key in (("time per token", "time_per_token_s"), ("p95 latency", "latency_p95_s"))
-            if sb[key] > sa[key]
-        ]
-        ita, itb = sa["stream"].get("inter_token_p95_s"), sb["stream"].get("inter_token_p95_s")
-        if ita is not None and itb is not None and itb > ita:
-            worse.append("p95 inter-token time")
-        if worse:
-            result.contract.append(
-                f"gamma {short} -> {long}: committed tokens per round rose ({ka:.2f} -> {kb:.2f}) while "
-                f"{' and '.join(worse)} got worse: the draft gain has not become a serving gain"
-            )
+        falsified = _draft_gain_lost(short, long, tested, by_gamma, seed)
+        if falsified:
+            result.contract.append(falsified)
     if chosen is not None:
         final = by_gamma[chosen]["test"]["all"]
         low, high = final["speedup_interval"]
@@ -736,6 +741,40 @@ def _conclude(
                 f"at the chosen gamma {chosen} speculation is slower than the baseline "
                 f"(speedup {final['speedup']:.3f}, 95% interval [{low:.3f}, {high:.3f}])"
             )
+
+
+def _draft_gain_lost(
+    short: int, long: int, tested: dict[int, list[Timed]], by_gamma: dict[int, Any], seed: int
+) -> str | None:
+    """The falsification criterion between two draft lengths on the test requests: the longer
+    draft raised the committed tokens per round (the 95% interval of the rise above 0) while
+    time per token (its interval above 0), p95 latency or p95 inter-token time (point
+    estimates) got worse; ``None`` when it did not."""
+    change = length_rule(tested[short], tested[long], seed)
+    if "dK" not in change or change["dK_interval"][0] <= 0:
+        return None
+    sa, sb = by_gamma[short]["test"]["all"]["speculative"], by_gamma[long]["test"]["all"]["speculative"]
+    worse = []
+    low, high = change["d_time_per_token_interval"]
+    if low > 0:
+        worse.append(f"time per token (+{_ms(change['d_time_per_token'])} ms, 95% [{_ms(low)}, {_ms(high)}])")
+    for name, a, b in (
+        ("p95 latency", sa["latency_p95_s"], sb["latency_p95_s"]),
+        (
+            "p95 inter-token time",
+            sa["stream"].get("inter_token_p95_s"),
+            sb["stream"].get("inter_token_p95_s"),
+        ),
+    ):
+        if a is not None and b is not None and b > a:
+            worse.append(f"{name} ({_ms(a)} -> {_ms(b)} ms)")
+    if not worse:
+        return None
+    k_low, k_high = change["dK_interval"]
+    return (
+        f"gamma {short} -> {long}: committed tokens per round rose by {change['dK']:.2f} (95% [{k_low:.2f}, "
+        f"{k_high:.2f}]) while {' and '.join(worse)} got worse: the draft gain has not become a serving gain"
+    )
 
 
 def _ms(x: float | None) -> str:
@@ -890,7 +929,21 @@ def _markdown(data: dict[str, Any]) -> str:
                 f"{r['tail_sum']:.3f} ({r['rounds_cut_short']} rounds cut short by EOS or the budget); "
                 f"independent-acceptance formula {r['independent_formula']:.3f} at a = "
                 f"{r['acceptance_rate']:.3f}",
-                f"- mean round cost {r['round_cost_s'] * 1e3:.3f} ms; implied draft cost c = "
+                *(
+                    [
+                        "- by prompt kind, committed tokens per round (acceptance rate): "
+                        + "; ".join(
+                            f"{kind} {v['committed_per_round']:.3f} ({v['acceptance_rate']:.3f}, "
+                            f"{v['rounds']} rounds)"
+                            for kind, v in r["by_kind"].items()
+                        )
+                    ]
+                    if r.get("by_kind")
+                    else []
+                ),
+                f"- steps without drafts (one token each; the model covers rounds with drafts only): "
+                f"{r['steps_without_drafts']}",
+                f"- mean cost per step {r['round_cost_s'] * 1e3:.3f} ms; implied draft cost c = "
                 f"{r['implied_draft_cost_c']:.3f} of a baseline token; modelled speedup "
                 f"E[K] / (g c + 1) = {r['modelled_speedup']:.3f} against the measured "
                 f"{g['test']['all']['speedup']:.3f}",

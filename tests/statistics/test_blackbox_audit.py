@@ -8,11 +8,14 @@ seeds are fixed.
 from __future__ import annotations
 
 import json
+import re
+import sys
 from pathlib import Path
 
 import pytest
 
 from verispec.audits.adapters import black_box
+from verispec.audits.instances import GREEDY, chain_audit_instances, self_drafting_instances
 from verispec.audits.runner import audit
 from verispec.cli import main
 from verispec.errors import UsageError
@@ -24,6 +27,11 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(autouse=True)
 def _in_repo_root(monkeypatch) -> None:
     monkeypatch.chdir(ROOT)
+
+
+def _first(count: int, seed: int = 3):
+    """The chain battery's first instances (random conditionals, then T=1/2)."""
+    return chain_audit_instances(seed)[:count]
 
 
 @pytest.mark.statistical
@@ -129,7 +137,7 @@ class TestThirdPartyBlackBoxesInASubprocess:
     @pytest.mark.parametrize(
         ("function", "message"),
         [
-            ("raises_sometimes", "raised ValueError: kernel launch failed"),
+            ("raises_sometimes", "raised ValueError: kernel launch failed at "),
             ("too_many_tokens", "a round commits 1 to 4"),
             ("out_of_vocabulary", "outside the vocabulary 0..3"),
             ("float_tokens", "token ids must be integers"),
@@ -137,15 +145,131 @@ class TestThirdPartyBlackBoxesInASubprocess:
         ],
     )
     def test_contract_violations_are_per_instance_errors(self, function: str, message: str) -> None:
+        """Each error says where: the frame that raised, or where the black box is defined."""
         result = audit(f"tests.fixtures.black_boxes:{function}", "chain", seed=3)
         assert result.verdict == "fail"
-        assert len(result.instances) == 8  # the audit went on with every instance
-        assert any(r.error and message in r.error for r in result.instances)
+        assert len(result.instances) == len(chain_audit_instances(3))  # the audit went on with every one
+        errors = [r.error for r in result.instances if r.error]
+        assert any(message in e for e in errors)
+        assert all("tests/fixtures/black_boxes.py:" in e for e in errors), errors
 
-    def test_a_hanging_black_box_is_stopped_and_the_audit_goes_on(self) -> None:
+    def test_an_exception_without_a_message_still_says_what_and_where(self) -> None:
+        result = audit("tests.fixtures.black_boxes:raises_bare", "chain", seed=3, instances=_first(1))
+        (error,) = [r.error for r in result.instances]
+        assert re.search(
+            r"call 1: the verifier raised RuntimeError: \(no message\) "
+            r"at \S*tests/fixtures/black_boxes.py:\d+ in raises_bare$",
+            error,
+        ), error
+
+    def test_a_hanging_black_box_is_stopped_and_the_audit_goes_on_inconclusive(self) -> None:
+        """A black box that never answers gives no evidence either way: inconclusive, not a fail."""
         result = audit("tests.fixtures.black_boxes:hangs", "chain", seed=3, timeout_s=1.5)
-        assert len(result.instances) == 8
-        assert all("did not finish within 1.5 s" in r.error for r in result.instances)
+        assert len(result.instances) == len(chain_audit_instances(3))
+        assert result.verdict == "inconclusive"
+        assert all(r.error is None and r.n == 0 for r in result.instances)
+        assert all("time limit of 1.5 s reached after 0 of" in r.incomplete for r in result.instances)
+
+    @pytest.mark.statistical
+    def test_a_chatty_correct_verifier_passes(self) -> None:
+        """A progress bar on stderr and prints on stdout, every call: the worker's output goes to
+        a file, never a pipe that fills up, so the audit runs to its planned size and passes.
+        Each instance reports its progress, and its bias-corrected TV inside its interval."""
+        lines: list[str] = []
+        result = audit(
+            "tests.fixtures.black_boxes:chatty",
+            "chain",
+            alpha=PER_TEST_ALPHA,
+            seed=2,
+            instances=_first(2, seed=2),
+            on_progress=lines.append,
+        )
+        assert result.verdict == "pass", result.markdown()
+        assert all(r.n == r.n_planned and r.error is None for r in result.instances)
+        assert any(
+            re.search(r"^  1/2 random conditionals.*: [\d,]+/[\d,]+ samples, [\d,]+ calls/s$", x)
+            for x in lines
+        )
+        for r in result.instances:
+            low, high = r.tv_interval
+            assert low <= r.tv_corrected <= high and r.tv_corrected <= r.tv
+
+    @pytest.mark.statistical
+    def test_a_time_limit_keeps_the_samples_drawn_and_is_inconclusive(self) -> None:
+        """A correct verifier too slow for its time limit: the samples drawn before the limit are
+        kept and tested (nothing is rejected), and the audit is inconclusive, never a fail."""
+        result = audit(
+            "tests.fixtures.black_boxes:slow",
+            "chain",
+            alpha=PER_TEST_ALPHA,
+            seed=2,
+            instances=_first(2, seed=2),
+            timeout_s=2.0,
+        )
+        assert result.verdict == "inconclusive"
+        for r in result.instances:
+            assert r.error is None and 0 < r.n < r.n_planned and r.pvalue is not None
+            assert (
+                f"after {r.n} of {r.n_planned} planned samples (the samples drawn are kept)" in r.incomplete
+            )
+        assert "**inconclusive**: a time limit cut instances short" in result.markdown()
+
+    def test_workers_run_one_thread_unless_asked(self) -> None:
+        one = audit("tests.fixtures.black_boxes:reports_threads", "chain", instances=_first(1))
+        assert "raised RuntimeError: threads 1/1 at" in one.instances[0].error
+        assert one.to_json()["worker_threads"] == 1
+        assert "worker threads: 1 per worker process" in one.markdown()
+        two = audit("tests.fixtures.black_boxes:reports_threads", "chain", instances=_first(1), threads=2)
+        assert "raised RuntimeError: threads 2/2 at" in two.instances[0].error
+
+    def test_the_worker_runs_under_another_interpreter(self, tmp_path) -> None:
+        """``python`` runs the worker under that interpreter (here a wrapper script, which is not
+        verispec's own executable: verispec's folder is put on its path); one that cannot start
+        the worker, or is no executable, is a usage error, never an instance's failure."""
+        wrapper = tmp_path / "python"
+        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+        wrapper.chmod(0o755)
+        result = audit(
+            "tests.fixtures.black_boxes:reports_threads", "chain", instances=_first(1), python=str(wrapper)
+        )
+        assert "threads 1/1" in result.instances[0].error
+        broken = tmp_path / "broken"
+        broken.write_text("#!/bin/sh\necho 'no numpy here' >&2\nexit 3\n")
+        broken.chmod(0o755)
+        with pytest.raises(UsageError, match=r"could not start under .*broken: .*code 3: no numpy here"):
+            audit("tests.fixtures.black_boxes:speculative_sampling", "chain", python=str(broken))
+        with pytest.raises(UsageError, match="python='/no/such/python' is not an executable file"):
+            audit("tests.fixtures.black_boxes:speculative_sampling", "chain", python="/no/such/python")
+
+    @pytest.mark.statistical
+    def test_a_failure_on_token_zero_alone_is_named(self) -> None:
+        """Rejected; the samples without token 0 are consistent, and the report says so."""
+        result = audit(
+            "tests.fixtures.black_boxes:mishandles_token_zero",
+            "chain",
+            alpha=PER_TEST_ALPHA,
+            seed=2,
+            instances=_first(2, seed=2),
+        )
+        assert result.verdict == "fail"
+        notes = [r.note for r in result.instances if r.note]
+        assert notes and "samples without token 0 are consistent" in notes[0]
+        assert "- note on random conditionals" in result.markdown()
+
+    @pytest.mark.statistical
+    def test_paths_of_unequal_depth_expose_padding(self) -> None:
+        """A tree verifier that pads its paths to one depth is right on every tree of equal
+        depths and caught on the battery's uneven tree, where a padding 0 passes for a node."""
+        from verispec.audits.instances import tree_audit_instances
+
+        items = tree_audit_instances(4, law="det")
+        result = audit(
+            "tests.fixtures.black_boxes:tree_padded_paths", "tree", law="det", alpha=PER_TEST_ALPHA, seed=4
+        )
+        uneven = [r for r in result.instances if "only the first child expanded" in r.name]
+        assert len(uneven) == 1 and len(result.instances) == len(items)
+        assert uneven[0].error and "is not a path of the drafted tree" in uneven[0].error
+        assert all(not r.rejected for r in result.instances if r is not uneven[0])
 
     def test_tree_black_box(self) -> None:
         result = audit("tests.fixtures.black_boxes:tree_sample_and_match", "tree", law="det", seed=4)
@@ -154,6 +278,67 @@ class TestThirdPartyBlackBoxesInASubprocess:
     def test_unimportable_function_is_a_usage_error(self) -> None:
         with pytest.raises(UsageError, match="cannot import 'no_such_module'"):
             audit("no_such_module:f", "chain")
+
+
+class TestSelfDrafting:
+    """``--drafts self``: a chain black box that drafts for itself, as engine code does."""
+
+    @pytest.mark.statistical
+    def test_a_correct_self_drafting_function_passes_greedy_and_truncated_instances(self) -> None:
+        items = self_drafting_instances(2)[:5]
+        assert [i.name for i in items][2:] == [
+            "random, top_k=2, tie-free",
+            "random, top_p=7/10, tie-free",
+            f"{GREEDY}, tie-free",
+        ]
+        result = audit(
+            "tests.fixtures.black_boxes:self_drafting",
+            "chain",
+            alpha=PER_TEST_ALPHA,
+            seed=2,
+            instances=items,
+            drafts="self",
+        )
+        assert result.verdict == "pass", result.markdown()
+        assert result.command.endswith("--drafts self") and result.to_json()["drafts"] == "self"
+
+    @pytest.mark.statistical
+    def test_drafting_by_argmax_while_declaring_the_softmax_is_rejected(self) -> None:
+        """transformers' greedy-draft bug, which verispec's own drafts can never show (it draws
+        them from the declared law): caught once the black box drafts for itself."""
+        result = audit(
+            "tests.fixtures.black_boxes:self_drafting_argmax_with_softmax_q",
+            "chain",
+            alpha=PER_TEST_ALPHA,
+            seed=2,
+            instances=self_drafting_instances(2)[:1],
+            drafts="self",
+        )
+        assert result.verdict == "fail"
+        assert result.instances[0].pvalue <= result.instances[0].alpha
+
+    def test_the_self_drafting_battery_leaves_no_convention_to_chance(self) -> None:
+        """Its greedy, top-k and top-p rows have no tie a tie rule would settle, and no mass
+        exactly at top_p; the standard battery's rows have such ties (verispec's own drafts
+        make them harmless there)."""
+        from verispec.audits.instances import _ambiguous
+
+        truncated = [i.instance for i in self_drafting_instances(2) if "tie-free" in i.name]
+        assert len(truncated) == 3
+        for inst in truncated:
+            for model in (inst.target, inst.draft):
+                assert not _ambiguous(model, inst.config, 4, 3)
+        standard = next(i.instance for i in chain_audit_instances(2) if "top_p" in i.name)
+        assert _ambiguous(standard.target, standard.config, 4, 3)
+
+    def test_self_drafting_is_for_chain_sampling_audits_only(self, capsys) -> None:
+        with pytest.raises(UsageError, match="drafts='self' audits chain black boxes only"):
+            audit("tests.fixtures.black_boxes:self_drafting", "tree", drafts="self")
+        with pytest.raises(UsageError, match="drafts='mine' must be 'given' or 'self'"):
+            audit("tests.fixtures.black_boxes:self_drafting", "chain", drafts="mine")
+        args = ["audit", "--chain", "tests.fixtures.black_boxes:self_drafting", "--drafts", "self"]
+        assert main([*args, "--boundary"]) == 2
+        assert "--drafts self audits a --chain function by sampling" in capsys.readouterr().err
 
 
 class TestCli:
@@ -187,6 +372,13 @@ class TestCli:
         designs = {d["design"]: d["samples"] for d in json.loads(capsys.readouterr().out)["designs"]}
         assert designs["neyman-pearson optimum"] == 987
         assert designs["pearson, exact critical value"] == 1090
+
+    def test_an_out_folder_holding_a_report_is_refused_without_force(self, tmp_path, capsys) -> None:
+        (tmp_path / "audit.json").write_text("{}")
+        args = ["audit", "--chain", "tests.fixtures.black_boxes:speculative_sampling", "--out", str(tmp_path)]
+        assert main(args) == 2
+        assert "already holds audit.json; pass --force to replace them" in capsys.readouterr().err
+        assert (tmp_path / "audit.json").read_text() == "{}"
 
     def test_bad_values_are_usage_errors(self, capsys) -> None:
         assert main(["plan", "--null", "0.5,0.3,0.2", "--tv", "0.1", "--power", "1.2"]) == 2
@@ -240,11 +432,12 @@ def test_the_resolution_inverts_the_plan() -> None:
 
 @pytest.mark.statistical
 def test_a_budgeted_audit_passes_an_exact_verifier_and_reports_its_resolution(tmp_path) -> None:
-    result = audit(black_box("token-level"), "chain", alpha=PER_TEST_ALPHA, seed=2, budget=_samples(80_000))
+    result = audit(black_box("token-level"), "chain", alpha=PER_TEST_ALPHA, seed=2, budget=_samples(90_000))
     assert result.verdict == "pass", result.to_json()
+    assert len(result.instances) == 9  # an even share each
     for r in result.instances:
         assert r.n == 10_000 and r.stopped == "budget" and 0 < (r.resolution or 1) < 0.1, r.to_json()
-    assert "resolution (TV)" in result.markdown() and result.to_json()["budget"] == "80000 samples"
+    assert "resolution (TV)" in result.markdown() and result.to_json()["budget"] == "90000 samples"
 
 
 @pytest.mark.statistical
@@ -267,11 +460,11 @@ def _samples(n: int):
 @pytest.mark.statistical
 def test_the_cli_runs_a_budgeted_audit_in_the_worker(tmp_path) -> None:
     box = "tests.fixtures.black_boxes:speculative_sampling"
-    args = ["--budget", "16000", "--alpha", str(PER_TEST_ALPHA), "--out", str(tmp_path)]
+    args = ["--budget", "18000", "--alpha", str(PER_TEST_ALPHA), "--out", str(tmp_path)]
     code = main(["audit", "--chain", box, *args])
     assert code == 0
     report = json.loads((tmp_path / "audit.json").read_text())
-    assert report["budget"] == "16000 samples" and "--budget 16000" in report["reproduce"]
+    assert report["budget"] == "18000 samples" and "--budget 18000" in report["reproduce"]
     for i in report["instances"]:
         assert i["n"] == 2000 and i["resolution_tv"] and i["stopped"] == "budget", i
 
@@ -345,7 +538,7 @@ def test_a_budget_sees_the_damped_ratio_the_planned_audit_passes() -> None:
 @pytest.mark.statistical
 def test_two_workers_sample_the_battery_in_order(tmp_path) -> None:
     box = "tests.fixtures.black_boxes:speculative_sampling"
-    result = audit(box, "chain", alpha=PER_TEST_ALPHA, budget=_samples(16_000), workers=2)
+    result = audit(box, "chain", alpha=PER_TEST_ALPHA, budget=_samples(18_000), workers=2)
     from verispec.audits.instances import chain_audit_instances
 
     assert [r.name for r in result.instances] == [i.name for i in chain_audit_instances(0)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -123,6 +124,28 @@ def test_the_draft_length_rule_decides_on_time_per_token_with_its_uncertainty() 
     assert dear["dC_over_dK"] > dear["C_over_K"]
     close = length_rule(short, _tuning(1.5, 3), seed=0)  # 0.5 s per token: the same
     assert close["decision"] == "undecided"
+
+
+def test_a_draft_gain_that_does_not_reach_serving_is_named_only_beyond_noise() -> None:
+    """A longer draft that commits more per round but serves slower is named, with the rise in
+    committed tokens and the loss in time per token each outside its bootstrap noise."""
+    from verispec.serving import _draft_gain_lost
+
+    def summary(p95: float) -> dict:
+        return {"test": {"all": {"speculative": {"latency_p95_s": p95, "stream": {}}}}}
+
+    short = _tuning(1.0, 2)  # 0.5 s per token
+    slower = _tuning(2.0, 3)  # one more token per round, 0.67 s per token
+    text = _draft_gain_lost(2, 4, {2: short, 4: slower}, {2: summary(1.0), 4: summary(1.5)}, seed=0)
+    assert text is not None
+    assert text.startswith("gamma 2 -> 4: committed tokens per round rose by 1.00 (95% [")
+    assert re.search(r"while time per token \(\+16\d\.\d ms, 95% \[16\d\.\d, 1[67]\d\.\d\]\)", text)
+    assert "and p95 latency (1000.0 -> 1500.0 ms)" in text
+    assert text.endswith("got worse: the draft gain has not become a serving gain")
+    flat = _tuning(2.0, 2)  # slower, but no more tokens per round: not this criterion
+    assert _draft_gain_lost(2, 4, {2: short, 4: flat}, {2: summary(1.0), 4: summary(1.5)}, 0) is None
+    cheap = _tuning(1.2, 3)  # more per round and faster, p95 better too
+    assert _draft_gain_lost(2, 4, {2: short, 4: cheap}, {2: summary(1.0), 4: summary(0.9)}, 0) is None
 
 
 @pytest.fixture()

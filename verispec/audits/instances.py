@@ -2,7 +2,8 @@
 
 Each instance is small enough that the target's law of ``L`` tokens is exact and the
 outcome space can be tested with a chi-square test; together they force every acceptance
-pattern: random conditionals with zeros, a sharper temperature, top-k and top-p, disjoint
+pattern: random conditionals with zeros, a sharper temperature, greedy decoding (temperature
+0: every row a point mass), top-k and top-p, disjoint
 supports that force the first rejection at each chosen position, and a draft equal to the
 target (full acceptance).
 """
@@ -20,7 +21,17 @@ from verispec.errors import UsageError
 from verispec.verifiers.instance import ChainInstance
 from verispec.verifiers.trees import TreeInstance
 
-__all__ = ["AuditInstance", "chain_audit_instances", "from_spec", "to_spec", "tree_audit_instances"]
+__all__ = [
+    "AuditInstance",
+    "chain_audit_instances",
+    "from_spec",
+    "self_drafting_instances",
+    "to_spec",
+    "tree_audit_instances",
+]
+
+#: The greedy instance's name (temperature 0) in both batteries.
+GREEDY = "random, greedy (T=0)"
 
 
 @dataclass(frozen=True)
@@ -84,6 +95,8 @@ def chain_audit_instances(seed: int = 0, *, vocab: int = 4, gamma: int = 3) -> l
         AuditInstance(
             "random, top_p=7/10", ChainInstance(t, d, gamma, SamplingConfig(top_p=Fraction(7, 10)))
         ),
+        # greedy: every row a point mass at its argmax (lowest id on a tie), drafts included
+        AuditInstance(GREEDY, ChainInstance(t, d, gamma, SamplingConfig(temperature=Fraction(0)))),
     ]
     for position in range(gamma):
         target, draft = _forced_rejection(vocab, gamma, position, seed * 10 + 3 + position)
@@ -93,6 +106,73 @@ def chain_audit_instances(seed: int = 0, *, vocab: int = 4, gamma: int = 3) -> l
             )
         )
     out.append(AuditInstance("draft equals target (full acceptance)", ChainInstance(t, t, gamma), True))
+    return out
+
+
+def _ambiguous(model: Any, config: SamplingConfig, vocab: int, depth: int) -> bool:
+    """Whether some row of ``model`` (up to ``depth`` tokens of prefix) has a law under
+    ``config`` that depends on a convention: a tie at the argmax (greedy), at the k-th place
+    (top-k), or across the top-p cut, or a cumulative mass exactly at ``top_p`` (where ``<`` and
+    ``<=`` part, and where float sums land either side)."""
+    for prefix in _prefixes(vocab, depth):
+        values = sorted(model.probs(prefix), reverse=True)
+        if config.is_greedy and values[0] == values[1]:
+            return True
+        k = config.top_k
+        if k is not None and k < vocab and values[k - 1] == values[k] > 0:
+            return True
+        if config.top_p is not None:
+            before = Fraction(0)
+            for j, v in enumerate(values):
+                if before == config.top_p:
+                    return True
+                if j + 1 < vocab and v == values[j + 1] > 0 and before < config.top_p <= before + v:
+                    return True
+                before += v
+    return False
+
+
+def _distinct_rows(vocab: int, depth: int, seed: int) -> TableModel:
+    """Rows of distinct weights from 1 to 99, one of them zeroed in every other row (zeros
+    still occur, but never two in a row), so no two possible tokens of a row tie."""
+    import random
+
+    rng = random.Random(seed)
+    rows = {}
+    for prefix in _prefixes(vocab, depth):
+        weights = rng.sample(range(1, 100), vocab)
+        if rng.random() < 0.5:
+            weights[rng.randrange(vocab)] = 0
+        rows[prefix] = _row(weights)
+    return TableModel(rows)
+
+
+def self_drafting_instances(seed: int = 0, *, vocab: int = 4, gamma: int = 3) -> list[AuditInstance]:
+    """The chain battery for a black box that drafts for itself (``--drafts self``), which
+    applies the sampling settings with its own code: its greedy, top-k and top-p instances use
+    a model pair on which no convention matters (no tie at the argmax, at the k-th place or
+    across the nucleus, no mass exactly at ``top_p``), the first such pair in a fixed seed
+    sequence, so a correct box with another tie rule is not rejected for it."""
+    configs = [
+        SamplingConfig(temperature=Fraction(0)),
+        SamplingConfig(top_k=2),
+        SamplingConfig(top_p=Fraction(7, 10)),
+    ]
+    base = chain_audit_instances(seed, vocab=vocab, gamma=gamma)
+    for attempt in range(200):
+        t = _distinct_rows(vocab, gamma, seed * 10_000 + 2 * attempt)
+        d = _distinct_rows(vocab, gamma, seed * 10_000 + 2 * attempt + 1)
+        if not any(_ambiguous(m, c, vocab, gamma) for m in (t, d) for c in configs):
+            break
+    else:  # pragma: no cover - distinct weights leave only exact top-p sums, which are rare
+        raise RuntimeError(f"no tie-free model pair for seed {seed}")
+    out = []
+    for item in base:
+        inst = item.instance
+        config = inst.config
+        if config.is_greedy or config.top_k is not None or config.top_p is not None:
+            item = AuditInstance(f"{item.name}, tie-free", ChainInstance(t, d, gamma, config))
+        out.append(item)
     return out
 
 
@@ -122,6 +202,12 @@ def tree_audit_instances(
             TreeInstance(t, d, shape, law, SamplingConfig(temperature=Fraction(1, 2)), drafts=extra),
         )
     )
+    out.append(
+        AuditInstance(
+            f"{GREEDY}, tree {list(shape)}, law {law}",
+            TreeInstance(t, d, shape, law, SamplingConfig(temperature=Fraction(0)), drafts=extra),
+        )
+    )
     # the draft puts most of its mass where the target has none: every sibling is tested
     # against a residual, at every node
     skew_t = FixedModel([Fraction(0), *(Fraction(1, vocab - 1) for _ in range(vocab - 1))])
@@ -136,6 +222,17 @@ def tree_audit_instances(
                 TreeInstance(skew_t, skew_d, shape, law, drafts=skew_extra),
             )
         )
+    # paths of unequal depth: three children, only the first of which has children of its own,
+    # so a verifier that pads its paths to one length (or assumes they share one) is exercised
+    uneven_extra = (
+        tuple(RandomRationalModel(vocab, seed=seed * 10 + 7 + j) for j in range(3)) if law == "multi" else ()
+    )
+    out.append(
+        AuditInstance(
+            f"random, tree [3, 2] with only the first child expanded (paths of depth 1 and 2), law {law}",
+            TreeInstance(t, d, (3, 2), law, drafts=uneven_extra, expand=(1,)),
+        )
+    )
     return out
 
 
@@ -156,7 +253,10 @@ def to_spec(item: AuditInstance) -> dict[str, Any]:
     }
     if isinstance(inst, TreeInstance):
         spec.update(
-            shape=list(inst.shape), law=inst.law, drafts=[_table(m, vocab, depth) for m in inst.drafts]
+            shape=list(inst.shape),
+            law=inst.law,
+            drafts=[_table(m, vocab, depth) for m in inst.drafts],
+            expand=list(inst.expand),
         )
     else:
         spec.update(gamma=inst.gamma, draft_is_target=item.draft_is_target)
@@ -184,6 +284,7 @@ def from_spec(spec: dict[str, Any]) -> AuditInstance:
             spec["law"],
             config,
             drafts=tuple(_model(t) for t in spec["drafts"]),
+            expand=tuple(spec.get("expand", ())),
         )
     else:
         inst = ChainInstance(target, draft, int(spec["gamma"]), config)

@@ -32,6 +32,7 @@ from verispec.audits.instances import (
     AuditInstance,
     chain_audit_instances,
     from_spec,
+    self_drafting_instances,
     to_spec,
     tree_audit_instances,
 )
@@ -48,6 +49,14 @@ __all__ = ["AuditResult", "InstanceResult", "audit", "plan_instance"]
 
 #: Bootstrap resamples for the total-variation interval.
 BOOTSTRAP = 1000
+#: Calls in an isolated instance's first chunk; later chunks are sized to take about
+#: :data:`CHUNK_SECONDS` at the speed the last one ran (a chunk lost to the time limit loses
+#: only itself, and progress is reported after each).
+FIRST_CHUNK = 256
+CHUNK_SECONDS = 2.0
+#: Threads (OpenMP, MKL, OpenBLAS, hence torch) per worker process unless the user asks for
+#: more: on a loaded machine a torch verifier's default threads ran 30x slower.
+WORKER_THREADS = 1
 
 
 @dataclass
@@ -61,8 +70,16 @@ class InstanceResult:
     method: str | None = None
     tv: float | None = None
     tv_interval: tuple[float, float] | None = None
+    #: the plug-in ``tv`` less its bootstrap bias (inside ``tv_interval``, which the plug-in,
+    #: biased upward by sampling noise, may not be)
+    tv_corrected: float | None = None
     block_lengths: dict[str, int] = field(default_factory=dict)
     error: str | None = None
+    #: the instance's time limit ended its sampling before the planned size (the samples
+    #: drawn are kept and tested; without a rejection the audit is inconclusive)
+    incomplete: str | None = None
+    #: a diagnostic beside the verdict (a failure on token 0 alone)
+    note: str | None = None
     seconds: float = 0.0
     #: budgeted design: the smallest TV the samples drawn detect with the declared power,
     #: why sampling stopped ("budget" or "e-process"), and the final log e-value
@@ -89,10 +106,17 @@ class InstanceResult:
             "decided_by": self.decided_by,
             "view_pvalues": self.view_pvalues,
             "tv_estimate": self.tv,
+            "tv_bias_corrected": self.tv_corrected,
             "tv_interval_95_basic_bootstrap": list(self.tv_interval) if self.tv_interval else None,
             "block_lengths": self.block_lengths,
             "error": self.error,
-            "verdict": Decision.REJECTED if self.rejected else Decision.CONSISTENT,
+            "incomplete": self.incomplete,
+            "note": self.note,
+            "verdict": Decision.REJECTED
+            if self.rejected
+            else "incomplete"
+            if self.incomplete
+            else Decision.CONSISTENT,
             "seconds": round(self.seconds, 3),
             **(
                 {"resolution_tv": self.resolution, "stopped": self.stopped, "log_e": self.log_e}
@@ -113,11 +137,20 @@ class AuditResult:
     command: str
     instances: list[InstanceResult]
     budget: str | None = None
+    #: threads per worker process (``None``: the libraries' defaults; in-process audits)
+    threads: int | None = None
+    #: whose drafts the black box verified: verispec's (``"given"``) or its own (``"self"``)
+    drafts: str = "given"
 
     @property
     def verdict(self) -> RunVerdict:
-        """``fail`` (non-conformance) if any instance rejects or broke the contract."""
-        return RunVerdict.FAIL if any(r.rejected for r in self.instances) else RunVerdict.PASS
+        """``fail`` (non-conformance) if any instance rejects or broke the contract; else
+        ``inconclusive`` if a time limit cut an instance short; else ``pass``."""
+        if any(r.rejected for r in self.instances):
+            return RunVerdict.FAIL
+        if any(r.incomplete for r in self.instances):
+            return RunVerdict.INCONCLUSIVE
+        return RunVerdict.PASS
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -130,6 +163,8 @@ class AuditResult:
             "seed": self.seed,
             "reproduce": self.command,
             "budget": self.budget,
+            "worker_threads": self.threads,
+            "drafts": self.drafts,
             "instances": [r.to_json() for r in self.instances],
         }
 
@@ -149,25 +184,69 @@ class AuditResult:
             f"instances), {power}",
             "- each instance is tested on the whole sequence and on each position's token (G-tests, "
             "Bonferroni over the views; the p-value is the smallest view's times the number of views)",
+            "- TV is the total variation between the sample and the exact law on the test's cells: the "
+            "plug-in estimate is biased upward by sampling noise (a correct verifier shows a small positive "
+            "TV), so the report also gives it less its bootstrap bias, inside its basic bootstrap interval",
             f"- seed {self.seed}; reproduce with `{self.command}`",
+            *([f"- {_threads_line(self.threads)}"] if self.threads is not None else []),
+            *(
+                [
+                    "- the black box drafts for itself (`speculate(model, rng)`): only its blocks' shape "
+                    "is checked, the law does the rest"
+                ]
+                if self.drafts == "self"
+                else []
+            ),
+            *(
+                [
+                    "- **inconclusive**: a time limit cut instances short; their samples are tested, and "
+                    "nothing was rejected (raise --timeout, or audit with --budget)"
+                ]
+                if self.verdict == RunVerdict.INCONCLUSIVE
+                else []
+            ),
             "",
         ]
         rows = []
         for r in self.instances:
             tv = "" if r.tv is None else f"{r.tv:.4f}"
-            interval = "" if r.tv_interval is None else f"[{r.tv_interval[0]:.4f}, {r.tv_interval[1]:.4f}]"
+            interval = (
+                ""
+                if r.tv_interval is None or r.tv_corrected is None
+                else f"{r.tv_corrected:.4f} [{r.tv_interval[0]:.4f}, {r.tv_interval[1]:.4f}]"
+            )
             pvalue = "" if r.pvalue is None else f"{r.pvalue:.3g}"
-            verdict = f"**{Decision.REJECTED}**" if r.rejected else Decision.CONSISTENT
-            row = [r.name, r.n, pvalue, r.decided_by or "", tv, interval, verdict, r.error or ""]
+            verdict = (
+                f"**{Decision.REJECTED}**" if r.rejected else "incomplete" if r.incomplete else "consistent"
+            )
+            row = [
+                r.name,
+                r.n,
+                pvalue,
+                r.decided_by or "",
+                tv,
+                interval,
+                verdict,
+                r.error or r.incomplete or "",
+            ]
             if self.budget:
                 row[2:2] = ["" if r.resolution is None else f"{r.resolution:.4f}", r.stopped or ""]
             rows.append(row)
-        header = ["instance", "samples", "p-value", "decided by", "TV on cells", "95% basic bootstrap"]
+        header = ["instance", "samples", "p-value", "decided by", "TV on cells (plug-in)"]
+        header += ["TV bias-corrected [95% basic bootstrap]"]
         header += ["verdict", "error"]
         if self.budget:
             header[2:2] = ["resolution (TV)", "stopped by"]
         lines.append(table(header, rows))
+        lines += [f"- note on {r.name}: {r.note}" for r in self.instances if r.note]
         return "\n".join(lines) + "\n"
+
+
+def _threads_line(threads: int) -> str:
+    return (
+        f"worker threads: {threads} per worker process (OMP_NUM_THREADS, MKL_NUM_THREADS and "
+        "OPENBLAS_NUM_THREADS, which torch follows); --threads N to change"
+    )
 
 
 def plan_instance(item: AuditInstance, *, alpha: float, power: float, tv: float) -> tuple[int, list[View]]:
@@ -194,10 +273,12 @@ def _exact_law(item: AuditInstance) -> dict[str, Any]:
 
 def _tv_with_interval(
     counts: dict[str, int], law: dict[str, Any], cells: list[list[Any]], seed: int
-) -> tuple[float, tuple[float, float]]:
-    """Total variation between the sample and the exact law on the test's cells, with a basic
-    (bias-correcting) bootstrap 95% interval, clipped at 0. The plug-in estimate is biased
-    upward by sampling noise; the basic interval subtracts the bootstrap's estimate of that bias.
+) -> tuple[float, float, tuple[float, float]]:
+    """Total variation between the sample and the exact law on the test's cells: the plug-in
+    estimate, the estimate less its bootstrap bias (``2 tv - mean``), and the basic
+    (bias-correcting) bootstrap 95% interval, all clipped at 0. The plug-in is biased upward
+    by sampling noise, so the interval, which subtracts the bootstrap's estimate of that bias,
+    can lie below it; the bias-corrected estimate lies inside the interval.
     """
     import numpy as np
 
@@ -211,7 +292,8 @@ def _tv_with_interval(
     rng = np.random.default_rng(seed)
     boot = 0.5 * np.abs(rng.multinomial(n, freq, size=BOOTSTRAP) / n - exact).sum(axis=1)
     low, high = np.quantile(boot, [0.025, 0.975])
-    return tv, (max(0.0, 2 * tv - float(high)), max(0.0, 2 * tv - float(low)))
+    corrected = max(0.0, 2 * tv - float(boot.mean()))
+    return tv, corrected, (max(0.0, 2 * tv - float(high)), max(0.0, 2 * tv - float(low)))
 
 
 def _record_test(
@@ -222,8 +304,76 @@ def _record_test(
     test = combined_test(counts, views_)
     result.pvalue, result.statistic, result.method = test.pvalue, test.statistic, test.method
     result.decided_by, result.view_pvalues = test.decided_by, test.view_pvalues
-    result.tv, result.tv_interval = _tv_with_interval(counts, views_[0].law, views_[0].cells, seed)
+    result.tv, result.tv_corrected, result.tv_interval = _tv_with_interval(
+        counts, views_[0].law, views_[0].cells, seed
+    )
+    if result.pvalue <= result.alpha:
+        result.note = _without_token_zero(counts, views_[0].law, len(views_) - 1, result.alpha)
     return test
+
+
+def _without_token_zero(counts: dict[str, int], law: dict[str, Any], length: int, alpha: float) -> str | None:
+    """A diagnostic for a rejected instance: the same test on the samples that hold no token
+    0, against the exact law given that. Where those are consistent with it, the black box
+    may mishandle token 0 only (as code that reserves it for padding does), which the report
+    says; ``None`` otherwise. It changes no verdict."""
+    kept = {k: v for k, v in law.items() if "0" not in k.split()}
+    total = sum(kept.values())
+    sub = {k: c for k, c in counts.items() if "0" not in k.split()}
+    n = sum(sub.values())
+    if not kept or not total or not n or len(kept) == len(law):
+        return None
+    test = combined_test(sub, views({k: v / total for k, v in kept.items()}, length, n))
+    if test.pvalue <= alpha:
+        return None
+    return (
+        f"rejected, but the {n} samples without token 0 are consistent with the target's law given that "
+        f"(p = {test.pvalue:.3g}): the black box may mishandle token 0 alone (code that reserves it for "
+        "padding does); audits draw token 0 as an ordinary token"
+    )
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """How an audited function runs: ``threads`` per worker process (``None``: the libraries'
+    defaults), the interpreter ``python`` (``None``: verispec's own), and whose ``drafts`` it
+    verifies (``"given"``: verispec's, drawn from the declared law; ``"self"``: it drafts
+    itself, :class:`~verispec.audits.worker.SelfDraftRounds`)."""
+
+    threads: int | None = WORKER_THREADS
+    python: str | None = None
+    drafts: str = "given"
+
+    def worker(self, function: str, timeout_s: float) -> Any:
+        """A started audit worker. One that cannot start is a usage error (the function cannot
+        be imported, a package missing under ``python``, an import that kills the process),
+        never an instance's fault."""
+        from verispec.isolation import RemoteError, Worker, WorkerCrashed, WorkerTimeout
+
+        worker = Worker(
+            "verispec.audits.worker",
+            {"function": function},
+            startup_timeout_s=timeout_s,
+            threads=self.threads,
+            python=self.python,
+        )
+        try:
+            worker.start()
+        except (WorkerCrashed, WorkerTimeout) as exc:
+            worker.close()
+            under = f" under {self.python}" if self.python else ""
+            raise UsageError(
+                f"function={function!r}: the audit worker could not start{under}: {exc}"
+            ) from None
+        except RemoteError as exc:
+            worker.close()
+            raise UsageError(
+                exc.message if exc.kind == "usage" else f"function={function!r}: {exc}"
+            ) from None
+        except BaseException:
+            worker.close()
+            raise
+        return worker
 
 
 def _run_isolated(
@@ -231,24 +381,71 @@ def _run_isolated(
     jobs: list[dict[str, Any]],
     timeout_s: float,
     on_item: Callable[[int, dict[str, Any]], None],
+    isolation: Isolation,
 ) -> None:
-    """One request per instance to the worker (:mod:`verispec.isolation`); a hang or a crash
-    is that instance's error, and the next instance starts a fresh worker."""
-    from verispec.isolation import Worker
-
-    with Worker("verispec.audits.worker", {"function": function}, startup_timeout_s=timeout_s) as worker:
+    """One request per job to the worker (:mod:`verispec.isolation`); a hang or a crash is
+    that job's error, and the next job starts a fresh worker."""
+    with isolation.worker(function, timeout_s) as worker:
         for job in jobs:
-            on_item(job["index"], _ask(worker, job, timeout_s))
+            answer = _ask(worker, job, timeout_s)
+            if "time_limit" in answer:
+                answer = {"error": answer["time_limit"]}
+            on_item(job["index"], answer)
+
+
+def _sample_in_chunks(
+    worker: Any, job: dict[str, Any], timeout_s: float, on_progress: Callable[[str], None] | None
+) -> dict[str, Any]:
+    """Sample one instance's ``job["n"]`` calls in chunks within ``timeout_s`` in all; the
+    chunks answered are kept whatever happens to a later one (``"time_limit"`` says when the
+    limit ended it early). The worker continues the same random streams from chunk to chunk,
+    so the samples are those of one uninterrupted run."""
+    from collections import Counter
+
+    counts: Counter[str] = Counter()
+    blocks: Counter[str] = Counter()
+    out: dict[str, Any] = {"error": None}
+    start = time.monotonic()
+    deadline, size, done, told = start + timeout_s, min(FIRST_CHUNK, job["n"]), 0, start
+    while done < job["n"]:
+        remaining = deadline - time.monotonic()
+        began = time.monotonic()
+        answer = (
+            _ask(worker, {**job, "n": size, "resume": done > 0}, remaining)
+            if remaining > 0
+            else {"time_limit": ""}
+        )
+        counts.update(answer.get("counts", {}))
+        blocks.update(answer.get("block_lengths", {}))
+        done = sum(blocks.values())
+        if "time_limit" in answer:
+            out["time_limit"] = (
+                f"time limit of {timeout_s:g} s reached after {done} of {job['n']} planned samples "
+                "(the samples drawn are kept)"
+            )
+            break
+        if answer.get("error"):
+            out["error"] = answer["error"]
+            break
+        now = time.monotonic()
+        rate = size / max(now - began, 1e-9)
+        size = max(1, min(job["n"] - done, int(rate * CHUNK_SECONDS)))
+        if on_progress and (now - told >= CHUNK_SECONDS or done >= job["n"]):
+            told = now
+            on_progress(f"    {done:,}/{job['n']:,} samples, {done / max(now - start, 1e-9):,.0f} calls/s")
+    out["counts"], out["block_lengths"] = dict(counts), dict(blocks)
+    return out
 
 
 def _ask(worker: Any, job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-    """One request to the audit worker; a hang, a crash or an exception is the answer's error."""
+    """One request to the audit worker; a crash or an exception is the answer's error, a
+    hang its ``"time_limit"``."""
     from verispec.isolation import RemoteError, WorkerCrashed, WorkerTimeout
 
     try:
         return dict(worker.ask(job, timeout_s))
     except WorkerTimeout:
-        return {"error": f"did not finish within {timeout_s:g} s (time limit)"}
+        return {"time_limit": f"did not finish within {timeout_s:g} s (time limit)"}
     except WorkerCrashed as exc:
         return {"error": f"the audit process crashed: {exc}"}
     except RemoteError as exc:
@@ -269,21 +466,26 @@ def _target_name(function: str | Callable[..., Any], seed: Any) -> str:
     return str(getattr(function, "__qualname__", repr(function)))
 
 
-def _battery(kind: str, seed: int, law: str) -> list[AuditInstance]:
-    """The audit battery of ``kind`` (``"chain"`` or ``"tree"``, of candidate law ``law``)."""
+def _battery(kind: str, seed: int, law: str, drafts: str = "given") -> list[AuditInstance]:
+    """The audit battery of ``kind`` (``"chain"`` or ``"tree"``, of candidate law ``law``; for
+    a chain black box that drafts for itself, the tie-free one)."""
     if kind not in ("chain", "tree"):
         raise UsageError(f"kind={kind!r} must be 'chain' or 'tree'")
-    return chain_audit_instances(seed) if kind == "chain" else tree_audit_instances(seed, law=law)
+    if kind == "tree":
+        return tree_audit_instances(seed, law=law)
+    return self_drafting_instances(seed) if drafts == "self" else chain_audit_instances(seed)
 
 
 def _law_option(kind: str, law: str) -> str:
     return f" --law {law}" if kind == "tree" else ""
 
 
-def _command(kind: str, name: str, design: str, alpha: float, power: float, seed: int, law: str) -> str:
+def _command(
+    kind: str, name: str, design: str, alpha: float, power: float, seed: int, law: str, drafts: str = "given"
+) -> str:
     """The command line that reproduces an audit; ``design`` is ``--tv X`` or ``--budget B``."""
     command = f"verispec audit --{kind} {name} --alpha {alpha:g} --power {power:g} {design} --seed {seed}"
-    return command + _law_option(kind, law)
+    return command + _law_option(kind, law) + (" --drafts self" if drafts == "self" else "")
 
 
 def audit(
@@ -300,27 +502,50 @@ def audit(
     on_instance: Callable[[InstanceResult], None] | None = None,
     budget: Budget | None = None,
     workers: int | None = None,
+    threads: int | None = WORKER_THREADS,
+    python: str | None = None,
+    on_progress: Callable[[str], None] | None = None,
+    drafts: str = "given",
 ) -> AuditResult:
     """Audit ``function`` (``"module:function"``, run in a subprocess, or a callable, run here).
 
     ``kind`` is ``"chain"`` or ``"tree"``; ``law`` is the candidate law of the tree battery.
     With ``budget`` (:mod:`verispec.audits.budget`) each instance is sampled for its share of
     it instead of a planned size, and reports its resolution; ``tv`` is then unused, and
-    ``workers`` worker processes (default: one per CPU) sample instances at once.
+    ``workers`` worker processes (default: one per CPU) sample instances at once. A worker
+    process runs ``threads`` threads (``None``: the libraries' defaults) under the interpreter
+    ``python`` (default: this one). ``timeout_s`` limits each instance: the samples drawn
+    before it are kept and tested, and an instance it cut short leaves the audit inconclusive
+    unless something is rejected. ``on_progress`` receives a line after each chunk of samples.
+    ``drafts="self"`` audits a chain black box that drafts for itself,
+    ``speculate(model, rng) -> block`` (:class:`~verispec.audits.worker.SelfDraftRounds`).
     """
     check_rate("alpha", alpha)
     check_rate("power", power)
     if not 0 < tv < 1:
         raise UsageError(f"tv={tv!r} must be in (0, 1)")
     name = _target_name(function, seed)
-    items = instances or _battery(kind, seed, law)
+    isolation = _isolation(threads, python, drafts, kind)
+    items = instances or _battery(kind, seed, law, drafts)
     if budget is not None:
         return _budgeted(
-            function, name, kind, items, budget, alpha, power, seed, timeout_s, law, on_instance, workers
+            function,
+            name,
+            kind,
+            items,
+            budget,
+            alpha,
+            power,
+            seed,
+            timeout_s,
+            law,
+            on_instance,
+            workers,
+            isolation,
         )
     per_instance_alpha = alpha / len(items)
     plans = [plan_instance(item, alpha=per_instance_alpha, power=power, tv=tv) for item in items]
-    command = _command(kind, name, f"--tv {tv:g}", alpha, power, seed, law)
+    command = _command(kind, name, f"--tv {tv:g}", alpha, power, seed, law, drafts)
     results: list[InstanceResult | None] = [None] * len(items)
     clock = [time.perf_counter()]
 
@@ -335,6 +560,7 @@ def audit(
             per_instance_alpha,
             block_lengths=data.get("block_lengths", {}),
             error=data.get("error"),
+            incomplete=data.get("time_limit"),
             seconds=now - clock[0],
         )
         clock[0] = now
@@ -345,16 +571,42 @@ def audit(
             on_instance(result)
 
     jobs = [
-        {"index": i, "spec": to_spec(item), "n": plans[i][0], "seed": seed * 1000 + i}
+        {"index": i, "spec": to_spec(item), "n": plans[i][0], "seed": seed * 1000 + i, "drafts": drafts}
         for i, item in enumerate(items)
     ]
     if isinstance(function, str):
-        _run_isolated(function, jobs, timeout_s, finish)
+
+        def progress(index: int) -> Callable[[str], None] | None:
+            if on_progress is None:
+                return None
+            return lambda line: on_progress(f"  {index + 1}/{len(items)} {items[index].name}: {line.strip()}")
+
+        with isolation.worker(function, timeout_s) as worker:
+            for i, job in enumerate(jobs):
+                finish(i, _sample_in_chunks(worker, job, timeout_s, progress(i)))
     else:
         for i, item in enumerate(items):
-            finish(i, sample_instance(function, item, plans[i][0], seed * 1000 + i))
+            finish(i, sample_instance(function, item, plans[i][0], seed * 1000 + i, drafts))
     done = [r for r in results if r is not None]
-    return AuditResult(name, kind, alpha, power, tv, seed, command, done)
+    threads_used = isolation.threads if isinstance(function, str) else None
+    return AuditResult(name, kind, alpha, power, tv, seed, command, done, threads=threads_used, drafts=drafts)
+
+
+def _isolation(
+    threads: int | None, python: str | None, drafts: str = "given", kind: str = "chain"
+) -> Isolation:
+    """Check the worker's ``threads``, ``python`` and the black box's ``drafts``."""
+    import os
+
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise UsageError(f"threads={threads!r} must be a positive integer or None")
+    if python is not None and not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise UsageError(f"python={python!r} is not an executable file")
+    if drafts not in ("given", "self"):
+        raise UsageError(f"drafts={drafts!r} must be 'given' or 'self'")
+    if drafts == "self" and kind != "chain":
+        raise UsageError(f"drafts='self' audits chain black boxes only (kind={kind!r})")
+    return Isolation(threads, python, drafts)
 
 
 #: Rounds per instance and boundary in the boundary mode (the drafts vary; the pins do not).
@@ -502,6 +754,8 @@ def boundary_audit(
     calls: int = BOUNDARY_CALLS,
     instances: list[AuditInstance] | None = None,
     on_instance: Callable[[dict[str, Any]], None] | None = None,
+    threads: int | None = WORKER_THREADS,
+    python: str | None = None,
 ) -> BoundaryResult:
     """Run the verifier ``function`` at every boundary of its uniforms on the chain battery
     (``kind="chain"``) or the tree battery of candidate law ``law`` (``kind="tree"``):
@@ -509,6 +763,7 @@ def boundary_audit(
     from verispec.audits.boundary import probe_instance
 
     name = _target_name(function, seed)
+    isolation = _isolation(threads, python)
     items = instances or _battery(kind, seed, law)
     results: list[dict[str, Any] | None] = [None] * len(items)
     start = time.perf_counter()
@@ -523,7 +778,7 @@ def boundary_audit(
         for i, item in enumerate(items)
     ]
     if isinstance(function, str):
-        _run_isolated(function, jobs, timeout_s, finish)
+        _run_isolated(function, jobs, timeout_s, finish, isolation)
     else:
         for i, item in enumerate(items):
             finish(i, probe_instance(function, item, calls, seed * 1000 + i))
@@ -545,6 +800,7 @@ def _budgeted(
     law: str,
     on_instance: Callable[[InstanceResult], None] | None,
     workers: int | None,
+    isolation: Isolation,
 ) -> AuditResult:
     """The budgeted design (:mod:`verispec.audits.budget`): chunks sized by the verifier's
     speed, an e-process after each chunk and a G-test at the end, each at half the instance's
@@ -559,7 +815,7 @@ def _budgeted(
     import threading
 
     text = f"{budget.seconds:g}s" if budget.seconds is not None else str(budget.samples)
-    command = _command(kind, name, f"--budget {text}", alpha, power, seed, law)
+    command = _command(kind, name, f"--budget {text}", alpha, power, seed, law, isolation.drafts)
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise UsageError(f"workers={workers!r} must be a positive integer")
     lanes = 1 if not isinstance(function, str) else min(workers or os.cpu_count() or 1, len(items))
@@ -581,21 +837,10 @@ def _budgeted(
 
         with contextlib.ExitStack() as stack:
             if isinstance(function, str):
-                from verispec.isolation import Worker
-
-                # workers side by side share the CPUs: one thread each for torch, BLAS and OpenMP
-                threads = max(1, (os.cpu_count() or 1) // lanes) if lanes > 1 else None
-                worker = stack.enter_context(
-                    Worker(
-                        "verispec.audits.worker",
-                        {"function": function},
-                        startup_timeout_s=timeout_s,
-                        threads=threads,
-                    )
-                )
+                worker = stack.enter_context(isolation.worker(function, timeout_s))
 
                 def ask(job: dict[str, Any]) -> dict[str, Any]:
-                    return _ask(worker, job, timeout_s)
+                    return _ask(worker, {**job, "drafts": isolation.drafts}, timeout_s)
 
                 # one discarded round first: the verifier's own imports (vLLM's take seconds)
                 # are paid outside the budget, not by whichever instance the worker takes first
@@ -604,7 +849,8 @@ def _budgeted(
                 callable_function = function
 
                 def ask(job: dict[str, Any]) -> dict[str, Any]:
-                    return sample_instance(callable_function, from_spec(job["spec"]), job["n"], job["seed"])
+                    spec = from_spec(job["spec"])
+                    return sample_instance(callable_function, spec, job["n"], job["seed"], isolation.drafts)
 
             while True:
                 with lock:
@@ -636,7 +882,20 @@ def _budgeted(
         if errors:
             raise errors[0]
     done = [r for r in results if r is not None]
-    return AuditResult(name, kind, alpha, power, 0.0, seed, command, done, budget=budget.describe())
+    threads_used = isolation.threads if isinstance(function, str) else None
+    return AuditResult(
+        name,
+        kind,
+        alpha,
+        power,
+        0.0,
+        seed,
+        command,
+        done,
+        budget=budget.describe(),
+        threads=threads_used,
+        drafts=isolation.drafts,
+    )
 
 
 def _budgeted_instance(
@@ -660,6 +919,7 @@ def _budgeted_instance(
     counts: Counter[str] = Counter()
     blocks: Counter[str] = Counter()
     drawn, spent, chunk, error, stopped = 0, 0.0, 0, None, "budget"
+    incomplete: str | None = None
     size = FIRST_CHUNK if share_n is None else min(FIRST_CHUNK, share_n)
     log_e = 0.0
     while size >= 1:
@@ -680,6 +940,11 @@ def _budgeted_instance(
         if data.get("error"):
             error = data["error"]
             break
+        if "time_limit" in data:
+            incomplete = (
+                f"a chunk of {size} samples {data['time_limit'] or 'reached the time limit'}; {drawn} kept"
+            )
+            break
         log_e = dirichlet_log_e(counts, exact)
         if log_e >= threshold:
             stopped = "e-process"
@@ -692,7 +957,14 @@ def _budgeted_instance(
             rate = size / max(took, 1e-9)
             size = min(int((share_s - spent) * rate), GROWTH * drawn)
     result = InstanceResult(
-        item.name, drawn, drawn, half, block_lengths=dict(blocks), error=error, seconds=spent
+        item.name,
+        drawn,
+        drawn,
+        half,
+        block_lengths=dict(blocks),
+        error=error,
+        incomplete=incomplete,
+        seconds=spent,
     )
     result.stopped, result.log_e = stopped, log_e
     if drawn and error is None:

@@ -1,9 +1,10 @@
 """The audit worker: runs a black-box verifier on audit instances and reports samples.
 
 It runs as ``python -m verispec.audits.worker`` in a worker process (:mod:`verispec.isolation`:
-one request per instance; the parent kills it when an instance exceeds its time limit and
-restarts it on the next instance), or in-process through :func:`sample_instance` for a
-callable the user trusts.
+each instance is sampled in chunks, one request each, the sampler's state kept in the worker
+between them; the parent kills the worker when an instance exceeds its time limit, keeps the
+chunks already answered and restarts it on the next instance), or in-process through
+:func:`sample_instance` for a callable the user trusts.
 
 For every call, verispec draws the drafts from the instance's draft law, hands the black
 box float arrays and its own seeded ``numpy.random.Generator``, checks the returned block,
@@ -26,7 +27,7 @@ from verispec.core.random import SeededRandom
 from verispec.sampling import FloatInstance
 from verispec.verifiers.trees import draft_tree
 
-__all__ = ["BlackBoxError", "sample_instance"]
+__all__ = ["BlackBoxError", "InstanceSampler", "sample_instance"]
 
 #: Offset between the seed of verispec's own draws and the black box's generator.
 BOX_SEED_OFFSET = 1_000_003
@@ -137,6 +138,50 @@ class ChainRounds:
         return seq[:length]
 
 
+class SelfDraftRounds:
+    """The rounds of one chain instance for a black box that drafts for itself
+    (``speculate(model, rng) -> block``): it gets the models' raw next-token log-probabilities
+    as functions of the prefix drafted so far (``target_logits``, ``draft_logits``; -inf where a
+    token is impossible), the request's ``sampling`` settings to apply to both itself, ``gamma``
+    and ``vocab_size``; it drafts, verifies and returns the block. Its drafts are its own, so
+    only the block's shape can be checked; the law does the rest."""
+
+    def __init__(self, view: Any, raw: Any, rand: SeededRandom) -> None:
+        import numpy as np
+
+        self.rounds = ChainRounds(view, rand)
+        config = view.config
+        self.model = SimpleNamespace(
+            gamma=int(view.gamma),
+            vocab_size=int(view.vocab_size),
+            sampling={
+                "temperature": float(config.temperature),
+                "top_k": config.top_k,
+                "top_p": None if config.top_p is None else float(config.top_p),
+                "min_p": None if config.min_p is None else float(config.min_p),
+            },
+            target_logits=self._logits(raw.target, np),
+            draft_logits=self._logits(raw.draft, np),
+        )
+
+    @staticmethod
+    def _logits(model: Any, np: Any) -> Callable[[Any], Any]:
+        cache: dict[tuple[int, ...], Any] = {}
+
+        def logits(prefix: Any = ()) -> Any:
+            key = tuple(int(t) for t in prefix)
+            row = cache.get(key)
+            if row is None:
+                with np.errstate(divide="ignore"):
+                    row = cache[key] = np.log(np.array([float(v) for v in model.probs(key)]))
+            return row.copy()
+
+        return logits
+
+    def check(self, raw: Any) -> list[int]:
+        return _as_block(raw, self.model.gamma + 1, self.model.vocab_size)
+
+
 class TreeRounds:
     """The rounds of one tree instance: the tree, drafted with verispec's generator by the
     instance's candidate law; the black box's view of it (float arrays); and the check that
@@ -174,61 +219,121 @@ class TreeRounds:
         return block
 
 
-def sample_instance(verify: Callable[..., Any], item: AuditInstance, n: int, seed: int) -> dict[str, Any]:
+class InstanceSampler:
+    """One instance's rounds, resumable: :meth:`run` calls the black box ``n`` more times and
+    returns what those calls gave, continuing the same random streams, so an instance sampled
+    in chunks draws exactly what one run of the whole size draws (and a chunk lost to a time
+    limit loses only itself)."""
+
+    def __init__(
+        self, verify: Callable[..., Any], item: AuditInstance, seed: int, drafts: str = "given"
+    ) -> None:
+        import numpy as np
+
+        self.verify, self.item = verify, item
+        self.view: Any = FloatInstance(item.instance)
+        self.rand = SeededRandom(seed)
+        self.rng = np.random.default_rng(seed + BOX_SEED_OFFSET)
+        self.rounds = None if item.kind == "tree" else ChainRounds(self.view, self.rand)
+        self.trees = TreeRounds(self.view, self.rand)
+        self.own = SelfDraftRounds(self.view, item.instance, self.rand) if drafts == "self" else None
+        self.calls = 0
+        self.error: str | None = None
+
+    def run(self, n: int) -> dict[str, Any]:
+        """Up to ``n`` more calls (fewer after a contract violation or an exception, which
+        ends the instance and is reported in ``"error"`` with the counts gathered before it)."""
+        counts: Counter[tuple[int, ...]] = Counter()
+        blocks: Counter[int] = Counter()
+        length, verify, rng = self.item.length, self.verify, self.rng
+        for _ in range(n if self.error is None else 0):
+            self.calls += 1
+            try:
+                if self.own is not None:
+                    block = self.own.check(verify(self.own.model, rng))
+                    counts[self.own.rounds.complete(block, length)] += 1
+                elif self.rounds is None:
+                    trees, view = self.trees, self.view
+                    tree = trees.draft()
+                    block = trees.check(verify(trees.inputs(tree), rng), tree)
+                    seq = list(block)
+                    while len(seq) < length:
+                        seq.append(self.rand.categorical(view.target_probs(tuple(seq))))
+                    counts[tuple(seq[:length])] += 1
+                else:
+                    tokens = self.rounds.drafts()
+                    raw = verify(*self.rounds.inputs(tokens), rng)
+                    block = self.rounds.check(raw, tokens, self.item.draft_is_target)
+                    counts[self.rounds.complete(block, length)] += 1
+            except BlackBoxError as exc:
+                self.error = f"call {self.calls}: the verifier ({_defined_at(verify)}) {exc}"
+                break
+            except Exception as exc:
+                message = str(exc) or "(no message)"
+                self.error = (
+                    f"call {self.calls}: the verifier raised {type(exc).__name__}: {message} "
+                    f"at {_raised_at(exc)}"
+                )
+                break
+            blocks[len(block)] += 1
+        return {
+            "counts": {" ".join(map(str, k)): v for k, v in counts.items()},
+            "block_lengths": {str(k): v for k, v in blocks.items()},
+            "error": self.error,
+        }
+
+
+def _defined_at(function: Callable[..., Any]) -> str:
+    """Where a black box is defined (``file:line``), for a contract error that has no frame."""
+    import inspect
+
+    try:
+        target = inspect.unwrap(function)
+        return f"defined at {inspect.getsourcefile(target)}:{inspect.getsourcelines(target)[1]}"
+    except (TypeError, OSError):
+        return f"{getattr(function, '__qualname__', type(function).__name__)}"
+
+
+def _raised_at(exc: BaseException) -> str:
+    """The innermost frame of an exception (``file:line in function``)."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    return f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}" if frames else "an unknown place"
+
+
+def sample_instance(
+    verify: Callable[..., Any], item: AuditInstance, n: int, seed: int, drafts: str = "given"
+) -> dict[str, Any]:
     """Call ``verify`` ``n`` times on ``item``; return the counts of completed sequences.
+    ``drafts="self"``: ``verify`` drafts for itself (:class:`SelfDraftRounds`).
 
     A contract violation or an exception stops this instance and is reported in
     ``"error"`` together with the counts gathered before it.
     """
-    import numpy as np
-
-    view: Any = FloatInstance(item.instance)
-    rand = SeededRandom(seed)
-    rng = np.random.default_rng(seed + BOX_SEED_OFFSET)
-    length = item.length
-    counts: Counter[tuple[int, ...]] = Counter()
-    blocks: Counter[int] = Counter()
-    error = None
-    rounds = None if item.kind == "tree" else ChainRounds(view, rand)
-    trees = TreeRounds(view, rand)
-    for i in range(n):
-        try:
-            if rounds is None:
-                tree = trees.draft()
-                block = trees.check(verify(trees.inputs(tree), rng), tree)
-                seq = list(block)
-                while len(seq) < length:
-                    seq.append(rand.categorical(view.target_probs(tuple(seq))))
-                counts[tuple(seq[:length])] += 1
-            else:
-                tokens = rounds.drafts()
-                block = rounds.check(verify(*rounds.inputs(tokens), rng), tokens, item.draft_is_target)
-                counts[rounds.complete(block, length)] += 1
-        except BlackBoxError as exc:
-            error = f"call {i + 1}: the verifier {exc}"
-            break
-        except Exception as exc:
-            error = f"call {i + 1}: the verifier raised {type(exc).__name__}: {exc}"
-            break
-        blocks[len(block)] += 1
-    return {
-        "counts": {" ".join(map(str, k)): v for k, v in counts.items()},
-        "block_lengths": {str(k): v for k, v in blocks.items()},
-        "error": error,
-    }
+    return InstanceSampler(verify, item, seed, drafts).run(n)
 
 
 def _handler(config: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
     from verispec.isolation import load_function
 
     verify = load_function(config["function"])
+    current: dict[str, Any] = {}  # the instance being sampled in chunks: its key and sampler
 
     def handle(item: dict[str, Any]) -> dict[str, Any]:
         if item.get("mode") == "boundary":
             from verispec.audits.boundary import probe_instance
 
             return probe_instance(verify, from_spec(item["spec"]), item["n"], item["seed"])
-        return sample_instance(verify, from_spec(item["spec"]), item["n"], item["seed"])
+        key = (item["index"], item["seed"])
+        if not item.get("resume"):
+            sampler = InstanceSampler(
+                verify, from_spec(item["spec"]), item["seed"], item.get("drafts", "given")
+            )
+            current.update(key=key, sampler=sampler)
+        elif current.get("key") != key:  # resuming streams this process never drew would repeat draws
+            raise RuntimeError(f"asked to resume instance {item['index']}, which this worker is not sampling")
+        return dict(current["sampler"].run(item["n"]))
 
     return handle
 

@@ -29,6 +29,15 @@ def add_parser(sub: Any) -> None:
     target.add_argument("--tree", metavar="MODULE:FUNCTION", help="verify_tree(tree, rng) -> tokens")
     p.add_argument("--law", default="iid", help="candidate law of the tree battery (default iid)")
     p.add_argument(
+        "--drafts",
+        choices=("given", "self"),
+        default="given",
+        help="given (default): verispec drafts from the declared law and hands the drafts over; self: the "
+        "--chain function drafts for itself, speculate(model, rng) -> tokens, with "
+        "model.target_logits(prefix), model.draft_logits(prefix), model.sampling, model.gamma and "
+        "model.vocab_size",
+    )
+    p.add_argument(
         "--budget",
         nargs="?",
         const="60s",
@@ -62,8 +71,29 @@ def add_parser(sub: Any) -> None:
         help="smallest total-variation distance to detect per instance (default 0.05)",
     )
     p.add_argument("--seed", type=int_at_least("--seed", 0), default=0, help="seed (default 0)")
-    p.add_argument("--timeout", type=float, default=120.0, help="time limit per instance in seconds")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        help="time limit per instance in seconds; the samples drawn before it are kept and tested, and an "
+        "instance it cuts short makes the audit inconclusive unless something is rejected",
+    )
+    p.add_argument(
+        "--threads",
+        type=int_at_least("--threads", 1),
+        default=1,
+        help="threads per worker process (OpenMP, MKL, OpenBLAS, torch; default 1: more oversubscribe a "
+        "loaded machine)",
+    )
+    p.add_argument(
+        "--python",
+        default=None,
+        metavar="PATH",
+        help="run the worker under this interpreter (where the audited package is installed; it needs "
+        "numpy); default: verispec's own",
+    )
     p.add_argument("--out", default=None, help="also write audit.json and audit.md to this folder")
+    p.add_argument("--force", action="store_true", help="replace the report an --out folder already holds")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=run)
 
@@ -73,6 +103,11 @@ def run(args: argparse.Namespace) -> RunVerdict:
     from verispec.audits.runner import audit
 
     kind, function = ("chain", args.chain) if args.chain else ("tree", args.tree)
+    _refuse_overwrite(args, "boundary" if args.boundary else "audit")
+    if args.drafts == "self" and (args.boundary or kind != "chain"):
+        from verispec.errors import UsageError
+
+        raise UsageError("--drafts self audits a --chain function by sampling; not with --tree or --boundary")
     if args.boundary:
         return _boundary(args, kind, function)
     budget = None
@@ -87,18 +122,19 @@ def run(args: argparse.Namespace) -> RunVerdict:
         p = "" if r.pvalue is None else f"p={r.pvalue:.3g}"
         if r.rejected and r.decided_by:
             p = f"{p} ({r.decided_by})"
-        mark = "BAD" if r.rejected else "ok "
+        mark = "BAD" if r.rejected else "INC" if r.incomplete else "ok "
         tv = "" if r.tv is None else f"TV~{r.tv:.3f}"
         if r.stopped:
             resolved = "" if r.resolution is None else f"resolves TV {r.resolution:.4f}"
             tv = f"{tv} {resolved} (stopped by {r.stopped})"
-        progress(f"  {mark} {r.name:<45} n={r.n:<8} {p:<26} {tv:<10} {r.error or ''}")
+        progress(f"  {mark} {r.name:<45} n={r.n:<8} {p:<26} {tv:<10} {r.error or r.incomplete or ''}")
 
     if not args.json:
         plan = f"budget {budget.describe()}" if budget else f"TV {args.tv:g}"
+        under = f" under {args.python}" if args.python else ""
         progress(
-            f"auditing {function} ({kind}) in a subprocess, alpha {args.alpha:g}, "
-            f"power {args.power:g}, {plan}"
+            f"auditing {function} ({kind}) in a subprocess{under} ({args.threads} thread(s)), "
+            f"alpha {args.alpha:g}, power {args.power:g}, {plan}"
         )
     result = audit(
         function,
@@ -112,9 +148,27 @@ def run(args: argparse.Namespace) -> RunVerdict:
         on_instance=show,
         budget=budget,
         workers=args.workers,
+        threads=args.threads,
+        python=args.python,
+        on_progress=None if args.json else progress,
+        drafts=args.drafts,
     )
     _finish(args, "audit", result, f"verdict: {result.verdict}; reproduce: {result.command}")
     return result.verdict
+
+
+def _refuse_overwrite(args: argparse.Namespace, stem: str) -> None:
+    """An ``--out`` folder that already holds a report is replaced only with ``--force``."""
+    import os
+
+    from verispec.errors import UsageError
+
+    if args.out and not args.force:
+        held = [f for f in (f"{stem}.json", f"{stem}.md") if os.path.exists(os.path.join(args.out, f))]
+        if held:
+            raise UsageError(
+                f"--out={args.out!r} already holds {' and '.join(held)}; pass --force to replace them"
+            )
 
 
 def _finish(args: argparse.Namespace, stem: str, result: Any, summary: str) -> None:
@@ -154,7 +208,14 @@ def _boundary(args: argparse.Namespace, kind: str, function: str) -> RunVerdict:
     if not args.json:
         progress(f"boundary audit of {function} in a subprocess (uniforms pinned at 0, below 1, the ratio)")
     result = boundary_audit(
-        function, kind, law=args.law, seed=args.seed, timeout_s=args.timeout, on_instance=show
+        function,
+        kind,
+        law=args.law,
+        seed=args.seed,
+        timeout_s=args.timeout,
+        on_instance=show,
+        threads=args.threads,
+        python=args.python,
     )
     _finish(
         args, "boundary", result, f"verdict: {result.verdict}: {result.reason}; reproduce: {result.command}"

@@ -135,7 +135,9 @@ class TreeInstance:
     ``shape[d]`` is the number of children each node at depth ``d`` gets (fewer under
     ``without_replacement`` when the support runs out). ``law`` is the drafting policy, a
     key of :data:`LAWS`. ``drafts`` are extra draft models for the ``multi`` law (the
-    ``j``-th sibling comes from ``(draft, *drafts)[j]``).
+    ``j``-th sibling comes from ``(draft, *drafts)[j]``). ``expand[d - 1]``, where given,
+    is how many nodes at depth ``d`` (the first, in drafting order) get children: the others
+    end their paths early, so paths of several depths share one tree.
     """
 
     target: ConditionalModel
@@ -146,6 +148,7 @@ class TreeInstance:
     context: Prefix = ()
     drafts: tuple[ConditionalModel, ...] = ()
     threshold: Fraction = Fraction(1, 4)
+    expand: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.law not in LAWS:
@@ -154,6 +157,14 @@ class TreeInstance:
         if not shape or any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in shape):
             raise UsageError(f"shape={self.shape!r} must be a non-empty sequence of positive widths")
         object.__setattr__(self, "shape", shape)
+        expand = tuple(self.expand)
+        if len(expand) >= len(shape) or any(
+            isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in expand
+        ):
+            raise UsageError(
+                f"expand={self.expand!r} must give a positive count for some of depths 1..{len(shape) - 1}"
+            )
+        object.__setattr__(self, "expand", expand)
         vocab = self.target.vocab_size
         for name, model in [("draft", self.draft), *((f"drafts[{j}]", m) for j, m in enumerate(self.drafts))]:
             if model.vocab_size != vocab:
@@ -194,15 +205,25 @@ class TreeInstance:
     def with_context(self, context: Prefix) -> TreeInstance:
         """The same instance after another context; the row caches are shared."""
         other = TreeInstance(
-            self.target, self.draft, self.shape, self.law, self.config, context, self.drafts, self.threshold
+            self.target,
+            self.draft,
+            self.shape,
+            self.law,
+            self.config,
+            context,
+            self.drafts,
+            self.threshold,
+            self.expand,
         )
         object.__setattr__(other, "_p", self._p)  # type: ignore[attr-defined]
         object.__setattr__(other, "_qs", self._qs)  # type: ignore[attr-defined]
         return other
 
     def describe(self) -> str:
-        return f"V={self.vocab_size} shape={list(self.shape)} law={self.law} {self.config.describe()}" + (
-            f" context={list(self.context)}" if self.context else ""
+        expand = f" expand={list(self.expand)}" if self.expand else ""
+        return (
+            f"V={self.vocab_size} shape={list(self.shape)}{expand} law={self.law} {self.config.describe()}"
+            + (f" context={list(self.context)}" if self.context else "")
         )
 
 
@@ -296,7 +317,9 @@ def draft_tree(instance: TreeInstance, rand: Random) -> DraftTree:
     paths: list[Prefix] = [()]
     sibling: list[Row] = [point_mass(0, instance.vocab_size)]
     frontier = [0]
-    for width in instance.shape:
+    for depth, width in enumerate(instance.shape):
+        if 1 <= depth <= len(instance.expand):
+            frontier = frontier[: instance.expand[depth - 1]]
         next_frontier = []
         for node in frontier:
             for x, row in policy(instance, paths[node], width, rand):
