@@ -399,6 +399,10 @@ def _vllm_no_penalties(original: Any) -> Any:
 # ---------------------------------------------------------------------- the records
 
 
+def _penalise_greedy_only(sampling: Any, logits: Any, generated: Sequence[int], prompt: Sequence[int]) -> Any:
+    return sampling.penalise(logits, generated, prompt) if sampling.greedy else logits
+
+
 def _engine(
     subject: str,
     hook: str,
@@ -612,10 +616,20 @@ ENGINE_MUTANTS: tuple[Mutant, ...] = (
     _engine(
         "penalty-ignored",
         "penalise",
-        lambda sampling, logits, generated: logits,
+        lambda sampling, logits, generated, prompt: logits,
         mechanism="the frequency penalty applied without speculation only, not on the speculative path",
         source="vllm-project/vllm #18902",
         caught_by=("penalties",),
+    ),
+    _engine(
+        "sampled-penalty-ignored",
+        "penalise",
+        _penalise_greedy_only,
+        mechanism="the penalties applied to greedy requests only: on the speculative path of a sampled "
+        "request they are dropped (the greedy penalty tests of vLLM and transformers pass it)",
+        source="TensorRT-LLM PR #17701 (penalties silently ignored in one-model speculative decoding), "
+        "confined to sampled requests",
+        caught_by=("sampling-law", "cache-rollback"),
     ),
     # batches with ragged acceptance
     _engine(

@@ -51,9 +51,11 @@ CAPABILITIES: dict[str, str] = {
     "the stream a user sees: time to first token and inter-token times",
     "batch": "`generate` takes several requests at once and gives each row its own tokens, however "
     "ragged the rows' lengths and acceptance",
-    "penalties": "applies `Sampling.frequency_penalty` on every path (every logit lowered by the "
-    "penalty times the count of its token among the tokens generated so far; the prompt does not "
-    "count); without it no request carries a penalty",
+    "penalties": "applies `Sampling`'s penalties on every path, greedy and sampled, as vLLM does "
+    "(`Sampling.penalise`): the repetition penalty on every token of the prompt and the output so far "
+    "(a positive logit divided by it, another multiplied), then each logit lowered by the frequency "
+    "penalty times its token's count in the output so far and by the presence penalty if it occurs there; "
+    "without it no request carries a penalty",
 }
 
 
@@ -68,10 +70,18 @@ class Sampling:
     #: OpenAI/vLLM semantics: every logit lowered by the penalty times the number of times its
     #: token was generated so far in this request (the prompt does not count)
     frequency_penalty: float = 0.0
+    #: OpenAI/vLLM semantics: every logit of a token generated so far lowered by the penalty
+    presence_penalty: float = 0.0
+    #: vLLM/transformers semantics: the logit of every token seen so far, in the prompt or the
+    #: output, divided by the penalty where positive and multiplied by it where not
+    repetition_penalty: float = 1.0
 
     def __post_init__(self) -> None:
-        if not math.isfinite(self.frequency_penalty):
-            raise UsageError(f"frequency_penalty={self.frequency_penalty!r} must be finite")
+        for name in ("frequency_penalty", "presence_penalty"):
+            if not math.isfinite(getattr(self, name)):
+                raise UsageError(f"{name}={getattr(self, name)!r} must be finite")
+        if not (math.isfinite(self.repetition_penalty) and self.repetition_penalty > 0):
+            raise UsageError(f"repetition_penalty={self.repetition_penalty!r} must be finite and > 0")
         if not self.temperature >= 0:
             raise UsageError(f"temperature={self.temperature!r} must be >= 0")
         if self.top_k is not None and self.top_k < 1:
@@ -100,17 +110,37 @@ class Sampling:
             exact("min_p", self.min_p),
         )
 
-    def describe(self) -> str:
-        penalty = f", frequency penalty {self.frequency_penalty:g}" if self.frequency_penalty else ""
-        return str(self.config().describe()) + penalty
+    @property
+    def penalised(self) -> bool:
+        """Whether any penalty is set (a request carries one only to engines with ``penalties``)."""
+        return bool(self.frequency_penalty or self.presence_penalty or self.repetition_penalty != 1)
 
-    def penalise(self, logits: Any, generated: Sequence[int]) -> Any:
-        """``logits`` (one row, numpy or torch) after the frequency penalty for ``generated``."""
-        if not self.frequency_penalty or not generated:
+    def describe(self) -> str:
+        penalties = [
+            f"{name} penalty {value:g}"
+            for name, value, neutral in (
+                ("frequency", self.frequency_penalty, 0),
+                ("presence", self.presence_penalty, 0),
+                ("repetition", self.repetition_penalty, 1),
+            )
+            if value != neutral
+        ]
+        return str(self.config().describe()) + "".join(f", {p}" for p in penalties)
+
+    def penalise(self, logits: Any, generated: Sequence[int], prompt: Sequence[int] = ()) -> Any:
+        """``logits`` (one row, numpy or torch) after the penalties, in vLLM's order: the
+        repetition penalty over the tokens of ``prompt`` and ``generated``, then the frequency
+        and presence penalties over ``generated``."""
+        if not self.penalised or not (generated or (prompt and self.repetition_penalty != 1)):
             return logits
         out = logits.clone() if hasattr(logits, "clone") else logits.copy()
+        if self.repetition_penalty != 1:
+            r = self.repetition_penalty
+            for token in {*prompt, *generated}:
+                value = out[token]
+                out[token] = value / r if value > 0 else value * r
         for token, count in Counter(generated).items():
-            out[token] -= self.frequency_penalty * count
+            out[token] -= self.frequency_penalty * count + self.presence_penalty
         return out
 
 

@@ -90,7 +90,7 @@ class Hooks:
     * ``seed(request)``: the seed of the request's random stream;
     * ``propose(logits, config, rand) -> (draft, q)``: one draft token from the draft's
       (penalised) logits, and the law declared to the verifier for it;
-    * ``penalise(sampling, logits, generated)``: the request's penalties on the speculative path;
+    * ``penalise(sampling, logits, generated, prompt)``: the request's penalties on the speculative path;
     * ``visible``, ``position``: the verify pass's mask and query positions;
     * ``route(live, starts, outputs)``: which verify output row belongs to which request
       (batch bookkeeping);
@@ -107,7 +107,7 @@ class Hooks:
 
     seed: Callable[[Request], int] = lambda request: request.seed
     propose: Callable[[Any, SamplingConfig, SeededRandom], tuple[int, list[float]]] = _propose
-    penalise: Callable[[Sampling, Any, Sequence[int]], Any] = Sampling.penalise
+    penalise: Callable[[Sampling, Any, Sequence[int], Sequence[int]], Any] = Sampling.penalise
     visible: Callable[..., Any] = ix.visible
     position: Callable[..., Any] = ix.query_position
     route: Callable[[list[int], dict[int, int], list[Any]], list[Any]] = lambda live, starts, outputs: outputs
@@ -230,8 +230,8 @@ class ReferenceEngine:
 
     def _one(self, request: Request) -> Completion:
         """A non-speculative or tree request, alone."""
-        if self.tree is not None and request.speculative and request.sampling.frequency_penalty:
-            raise UsageError("the tree engine does not apply frequency_penalty (no 'penalties' capability)")
+        if self.tree is not None and request.speculative and request.sampling.penalised:
+            raise UsageError("the tree engine does not apply penalties (no 'penalties' capability)")
         torch = self.torch
         rand = SeededRandom(self.hooks.seed(request))
         config = request.sampling.config()
@@ -331,7 +331,7 @@ class ReferenceEngine:
 
     def _penalised(self, row: _Row, logits: Any, pending: Sequence[int]) -> Any:
         """The request's penalties over its generated tokens and ``pending`` drafts."""
-        return self.hooks.penalise(row.request.sampling, logits, [*row.out, *pending])
+        return self.hooks.penalise(row.request.sampling, logits, [*row.out, *pending], row.request.prompt)
 
     def _settle(self, row: _Row, L: int, drafts: list[int], q_rows: list[list[float]], logits: Any) -> int:
         """Verify one row's block, commit it (truncated at a stop id and at the budget) and
@@ -367,7 +367,7 @@ class ReferenceEngine:
         times: list[float] = []
         while len(out) < request.max_new_tokens:
             logits = self.lm_target.causal_forward(tensor([committed[-1]]), cache)[-1]
-            p = probs(request.sampling.penalise(logits, out), config)
+            p = probs(request.sampling.penalise(logits, out, request.prompt), config)
             y = rand.categorical(p) if not config.is_greedy else max(range(len(p)), key=lambda t: (p[t], -t))
             committed.append(y)
             out.append(y)
@@ -456,7 +456,7 @@ class ReferenceEngine:
         )
         logits = self.target_logits([tuple(committed + drafts)])[0]
         generated = [*committed[len(request.prompt) :], *drafts]
-        p = probs(request.sampling.penalise(logits, generated), config)
+        p = probs(request.sampling.penalise(logits, generated, request.prompt), config)
         if i < position:
             return p
         if i == position:

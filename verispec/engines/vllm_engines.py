@@ -240,6 +240,8 @@ class VLLMEngine:
             top_k=0 if s.top_k is None else s.top_k,
             top_p=1.0 if s.top_p is None else s.top_p,
             frequency_penalty=s.frequency_penalty,
+            presence_penalty=s.presence_penalty,
+            repetition_penalty=s.repetition_penalty,
             seed=request.seed,
             stop_token_ids=list(request.stop_ids),
             ignore_eos=True,
@@ -410,7 +412,9 @@ class VLLMScriptedEngine(VLLMEngine):
         from verispec.core.transforms import apply_float
 
         generated = list(ids[len(request.prompt) :])
-        row = np.asarray(request.sampling.penalise(np.asarray(logits, dtype=np.float64), generated))
+        row = np.asarray(
+            request.sampling.penalise(np.asarray(logits, dtype=np.float64), generated, request.prompt)
+        )
         row = np.exp(row - row.max())
         p = apply_float(row / row.sum(), request.sampling.config())
         zero = np.flatnonzero(p == 0)

@@ -13,7 +13,7 @@ from typing import Any
 
 from verispec.conformance.checks.context import Context
 from verispec.conformance.checks.registry import CheckResult, check
-from verispec.conformance.checks.sampling_law import PIT_EFFECT, pit_check
+from verispec.conformance.checks.sampling_law import PIT_EFFECT, pit_check, with_penalties
 from verispec.engines.protocol import Sampling
 
 
@@ -29,6 +29,12 @@ def cache_rollback(ctx: Context) -> CheckResult:
     gamma = int(ctx.engine.gamma or 3)
     scripts: list[dict[str, Any] | None] = [{"kind": "forced-rejection", "position": j} for j in range(gamma)]
     scripts.append({"kind": "full-acceptance"})
-    # a forced rejection needs a token the target cannot emit: a truncation
-    setting = ctx.setting(Sampling(1.0, top_k=8), Sampling(1.0, top_p=0.8))
-    return pit_check(ctx, [] if setting is None else [setting], scripts)
+    # a forced rejection needs a token the target cannot emit: a truncation; and once more with
+    # the penalties, whose counts must be rolled back with the rejected drafts
+    settings = ctx.settings(
+        [
+            (Sampling(1.0, top_k=8), Sampling(1.0, top_p=0.8)),
+            (with_penalties(Sampling(1.0, top_k=8)), with_penalties(Sampling(1.0, top_p=0.8))),
+        ]
+    )
+    return pit_check(ctx, settings, scripts)

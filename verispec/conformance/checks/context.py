@@ -115,7 +115,10 @@ class Context:
         return [s for s in chosen if s is not None]
 
     def unsupported(self, sampling: Sampling) -> str | None:
-        """Why the engine cannot take ``sampling`` (a feature it declares unsupported), or None."""
+        """Why the engine cannot take ``sampling`` (a feature it declares unsupported, or a
+        penalty without the ``penalties`` capability), or None."""
+        if sampling.penalised and "penalties" not in self.engine.capabilities:
+            return "penalties: the engine lacks the capability penalties"
         for feature, reason in self.engine.unsupported.items():
             if getattr(sampling, feature, None) not in (None, 0, 0.0):
                 return f"{feature}: {reason}"
@@ -160,8 +163,8 @@ class Context:
     def probs_along(
         self, model: str, prompt: tuple[int, ...], tokens: list[int], sampling: Sampling
     ) -> list[Any]:
-        """The ``model``'s law before each of ``tokens`` (after the frequency penalty for the
-        tokens before it, then the sampling settings), one float64 array per token."""
+        """The ``model``'s law before each of ``tokens`` (after the penalties for the prompt and
+        the tokens before it, then the sampling settings), one float64 array per token."""
         import numpy as np
 
         from verispec.core.transforms import apply_float
@@ -169,7 +172,7 @@ class Context:
         if not tokens:
             return []
         logits = np.asarray(self.engine.logits_along(model, prompt, tokens), dtype=np.float64)
-        logits = np.stack([sampling.penalise(row, tokens[:i]) for i, row in enumerate(logits)])
+        logits = np.stack([sampling.penalise(row, tokens[:i], prompt) for i, row in enumerate(logits)])
         logits -= logits.max(axis=1, keepdims=True)
         rows = np.exp(logits)
         rows /= rows.sum(axis=1, keepdims=True)

@@ -29,12 +29,12 @@ def greedy_baseline(
     ctx: Context, prompt: tuple[int, ...], tokens: list[int], sampling: Sampling | None = None
 ) -> tuple[int | None, float]:
     """First position where ``tokens`` leaves the baseline's argmax path (with ``sampling``'s
-    frequency penalty), and that step's margin."""
+    penalties), and that step's margin."""
     import numpy as np
 
     logits = np.asarray(ctx.engine.logits_along("target", prompt, tokens), dtype=np.float64)
     for i, raw in enumerate(logits):
-        row = raw if sampling is None else sampling.penalise(raw, tokens[:i])
+        row = raw if sampling is None else sampling.penalise(raw, tokens[:i], prompt)
         best = int(np.argmax(row))  # the lowest id wins a tie
         if tokens[i] != best:
             top2 = np.partition(row, -2)[-2:]

@@ -12,6 +12,7 @@ each setting gets from the check's budget.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from verispec.conformance.checks.context import Context
@@ -26,13 +27,22 @@ PIT_TOKENS = 24
 PIT_EFFECT = Effect("KS distance {} on the PIT law", 0.1)
 
 
+def with_penalties(sampling: Sampling) -> Sampling:
+    """``sampling`` with the penalties of the sampled settings (engines with ``penalties``): all
+    three at once, each strong enough to move a 24-token law within a request of
+    :data:`PIT_TOKENS` tokens."""
+    return replace(sampling, frequency_penalty=0.5, presence_penalty=0.5, repetition_penalty=1.3)
+
+
 def law_settings(quick: bool) -> list[tuple[Sampling, ...]]:
     """The sampling-law settings, each with the alternatives an engine that cannot take it
     gets instead (vLLM refuses min-p with speculation); the quick run folds every truncation
-    into its second."""
+    into its second, and both runs sample one setting :func:`with_penalties`."""
     settings: list[tuple[Sampling, ...]] = [
         (Sampling(1.5),),
         (Sampling(0.5, top_k=8, min_p=0.1), Sampling(0.5, top_k=8), Sampling(0.5, top_p=0.8)),
+        # penalties on sampled requests (left out, with the reason, where the engine takes none)
+        (with_penalties(Sampling(1.0, top_p=0.9)),),
     ]
     if not quick:
         settings += [
@@ -166,7 +176,7 @@ def pit_check(
 @check(
     name="sampling-law",
     description="sampled tokens follow the target's conditionals (randomized PIT battery) at several "
-    "temperatures, top-k, top-p and min-p",
+    "temperatures, top-k, top-p and min-p, and with frequency, presence and repetition penalties",
     needs=("target-logits",),
     statistical=True,
     effect=PIT_EFFECT,
