@@ -204,7 +204,7 @@ class TestThirdPartyBlackBoxesInASubprocess:
             alpha=PER_TEST_ALPHA,
             seed=2,
             instances=_first(2, seed=2),
-            timeout_s=2.0,
+            timeout_s=5.0,
         )
         assert result.verdict == "inconclusive"
         for r in result.instances:
