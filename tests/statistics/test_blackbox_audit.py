@@ -42,10 +42,19 @@ def test_exact_chain_verifiers_pass(name: str) -> None:
 
 
 def _largest_exact_tv(name: str, items) -> float:
+    """The largest exact TV of ``name``'s round over the instances whose drafted trees can be
+    enumerated (best-of-rows on the four-sibling instance cannot)."""
     from verispec.exact.criterion import check_round
+    from verispec.exact.executor import EnumerationBudgetExceeded
     from verispec.verifiers import registry
 
-    return max(float(check_round(registry.get(name), item.instance).tv_distance) for item in items)
+    tvs = []
+    for item in items:
+        try:
+            tvs.append(float(check_round(registry.get(name), item.instance).tv_distance))
+        except EnumerationBudgetExceeded:
+            continue
+    return max(tvs)
 
 
 @pytest.mark.statistical
@@ -107,6 +116,7 @@ def test_a_tree_drawn_by_several_draft_models_carries_their_rows() -> None:
     [
         ("mss", "wor"),
         ("mss-merged-duplicates", "iid"),
+        ("mss-first-residual-only", "iid"),
         ("best-of-rows", "iid"),
         ("typical-acceptance", "det"),
         ("k-seq-rho-one", "iid"),
@@ -339,6 +349,33 @@ class TestSelfDrafting:
         args = ["audit", "--chain", "tests.fixtures.black_boxes:self_drafting", "--drafts", "self"]
         assert main([*args, "--boundary"]) == 2
         assert "--drafts self audits a --chain function by sampling" in capsys.readouterr().err
+
+
+class TestBatteries:
+    def test_the_tree_battery_leaves_later_siblings_something_to_change(self) -> None:
+        """On the three-token random instances a stale residual after the first rejected sibling
+        changes nothing (exact TV 0: no sample can show it); on the instance whose residual keeps
+        the draft's support it moves the law by more than the planned 0.05."""
+        from verispec.audits.instances import tree_audit_instances
+
+        items = tree_audit_instances(0, law="iid")
+        three = [i for i in items if i.name.startswith("random, tree [") and "expanded" not in i.name]
+        residual = [i for i in items if i.name.startswith("residual keeps the draft's support")]
+        assert len(three) == 3 and len(residual) == 1
+        assert _largest_exact_tv("mss-first-residual-only", three) == 0
+        assert _largest_exact_tv("mss-first-residual-only", residual) > 0.05
+        assert [i.instance.vocab_size for i in items if i.name.startswith("random, model pair")] == [4, 5]
+
+    def test_vocabulary_and_extra_pairs_are_options_named_in_the_command(self) -> None:
+        from verispec.audits.instances import tree_audit_instances
+
+        assert len(tree_audit_instances(0, pairs=0)) == len(tree_audit_instances(0)) - 2
+        assert len(chain_audit_instances(0, vocab=3, pairs=2)) == len(chain_audit_instances(0)) + 2
+        result = audit(black_box("token-level"), "chain", seed=1, vocab=3, pairs=1, tv=0.3)
+        assert result.command.endswith("--seed 1 --vocab 3 --instances 1")
+        assert result.instances[-1].name == "random, model pair 2, V=4, T=1"
+        with pytest.raises(UsageError, match="vocab=2 must be an integer >= 3 for a tree battery"):
+            audit(black_box("mss"), "tree", vocab=2)
 
 
 class TestCli:

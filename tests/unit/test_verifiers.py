@@ -169,6 +169,7 @@ class TestRegistry:
             "mss-without-replacement",
             "mss-deterministic-softmax-q",
             "mss-merged-duplicates",
+            "mss-first-residual-only",
             "typical-acceptance",
             "best-of-rows",
             "k-seq-rho-one",

@@ -81,10 +81,15 @@ def _forced_rejection(vocab: int, gamma: int, position: int, seed: int) -> tuple
     return TableModel(target_rows), TableModel(draft_rows)
 
 
-def chain_audit_instances(seed: int = 0, *, vocab: int = 4, gamma: int = 3) -> list[AuditInstance]:
-    """The chain audit battery for ``gamma`` drafts over ``vocab`` tokens."""
-    if vocab < 2 or gamma < 1:
-        raise UsageError(f"vocab={vocab} must be >= 2 and gamma={gamma} >= 1")
+def chain_audit_instances(
+    seed: int = 0, *, vocab: int = 4, gamma: int = 3, pairs: int = 0
+) -> list[AuditInstance]:
+    """The chain audit battery for ``gamma`` drafts over ``vocab`` tokens, and ``pairs`` more
+    random model pairs, the i-th over ``vocab + 1 + i`` tokens."""
+    if isinstance(vocab, bool) or not isinstance(vocab, int) or vocab < 2 or gamma < 1:
+        raise UsageError(f"vocab={vocab!r} must be an integer >= 2 and gamma={gamma} >= 1")
+    if isinstance(pairs, bool) or not isinstance(pairs, int) or pairs < 0:
+        raise UsageError(f"pairs={pairs!r} must be a non-negative integer")
     t, d = RandomRationalModel(vocab, seed=seed * 10 + 1), RandomRationalModel(vocab, seed=seed * 10 + 2)
     out = [
         AuditInstance("random conditionals with zeros, T=1", ChainInstance(t, d, gamma)),
@@ -106,6 +111,11 @@ def chain_audit_instances(seed: int = 0, *, vocab: int = 4, gamma: int = 3) -> l
             )
         )
     out.append(AuditInstance("draft equals target (full acceptance)", ChainInstance(t, t, gamma), True))
+    for i in range(pairs):
+        size = vocab + 1 + i
+        base = seed * 10 + 1000 * (i + 1)
+        pt, pd = RandomRationalModel(size, seed=base + 1), RandomRationalModel(size, seed=base + 2)
+        out.append(AuditInstance(f"random, model pair {i + 2}, V={size}, T=1", ChainInstance(pt, pd, gamma)))
     return out
 
 
@@ -147,7 +157,9 @@ def _distinct_rows(vocab: int, depth: int, seed: int) -> TableModel:
     return TableModel(rows)
 
 
-def self_drafting_instances(seed: int = 0, *, vocab: int = 4, gamma: int = 3) -> list[AuditInstance]:
+def self_drafting_instances(
+    seed: int = 0, *, vocab: int = 4, gamma: int = 3, pairs: int = 0
+) -> list[AuditInstance]:
     """The chain battery for a black box that drafts for itself (``--drafts self``), which
     applies the sampling settings with its own code: its greedy, top-k and top-p instances use
     a model pair on which no convention matters (no tie at the argmax, at the k-th place or
@@ -158,7 +170,7 @@ def self_drafting_instances(seed: int = 0, *, vocab: int = 4, gamma: int = 3) ->
         SamplingConfig(top_k=2),
         SamplingConfig(top_p=Fraction(7, 10)),
     ]
-    base = chain_audit_instances(seed, vocab=vocab, gamma=gamma)
+    base = chain_audit_instances(seed, vocab=vocab, gamma=gamma, pairs=pairs)
     for attempt in range(200):
         t = _distinct_rows(vocab, gamma, seed * 10_000 + 2 * attempt)
         d = _distinct_rows(vocab, gamma, seed * 10_000 + 2 * attempt + 1)
@@ -176,14 +188,32 @@ def self_drafting_instances(seed: int = 0, *, vocab: int = 4, gamma: int = 3) ->
     return out
 
 
+#: Extra random model pairs of the tree battery (each at its own, larger vocabulary).
+TREE_PAIRS = 2
+#: The chance that a token is impossible in a row of the extra pairs' models.
+SPARSE_ZEROS = 0.1
+
+
 def tree_audit_instances(
     seed: int = 0,
     *,
     law: str = "iid",
     vocab: int = 3,
     shapes: tuple[tuple[int, ...], ...] = ((2,), (2, 1), (3,)),
+    pairs: int = TREE_PAIRS,
 ) -> list[AuditInstance]:
-    """The tree audit battery for one candidate law."""
+    """The tree audit battery for one candidate law: random model pairs over ``vocab``
+    tokens in several shapes, temperature 1/2, greedy, a draft whose mass sits where the target
+    has none, paths of unequal depth; then ``pairs`` more random model pairs, the i-th over
+    ``vocab + 1 + i`` tokens with three siblings, and one model pair whose residual keeps the
+    draft's support after every rejection. With three tokens a rejected sibling often leaves a
+    residual of one token the draft cannot propose, after which how later siblings are tried,
+    or how the residual is updated, cannot change the law: the larger vocabularies and the
+    last instance leave those bugs something to change."""
+    if isinstance(vocab, bool) or not isinstance(vocab, int) or vocab < 3:
+        raise UsageError(f"vocab={vocab!r} must be an integer >= 3 for a tree battery")
+    if isinstance(pairs, bool) or not isinstance(pairs, int) or pairs < 0:
+        raise UsageError(f"pairs={pairs!r} must be a non-negative integer")
     t, d = RandomRationalModel(vocab, seed=seed * 10 + 1), RandomRationalModel(vocab, seed=seed * 10 + 2)
     extra = (
         tuple(RandomRationalModel(vocab, seed=seed * 10 + 7 + j) for j in range(2)) if law == "multi" else ()
@@ -233,7 +263,38 @@ def tree_audit_instances(
             TreeInstance(t, d, (3, 2), law, drafts=uneven_extra, expand=(1,)),
         )
     )
+    for i in range(pairs):
+        size = vocab + 1 + i
+        base = seed * 10 + 1000 * (i + 1)
+        # few zeros: a root row with one possible token would leave the siblings nothing to decide
+        pt, pd, *more_models = (
+            RandomRationalModel(size, seed=base + j, zero_prob=SPARSE_ZEROS)
+            for j in range(4 if law == "multi" else 2)
+        )
+        more = tuple(more_models)
+        out.append(
+            AuditInstance(
+                f"random, model pair {i + 2}, V={size}, tree [3], law {law}",
+                TreeInstance(pt, pd, (3,), law, drafts=more),
+            )
+        )
+    out.append(_residual_keeps_draft_support(vocab + 3, law))
     return out
+
+
+def _residual_keeps_draft_support(size: int, law: str) -> AuditInstance:
+    """The target falling and the draft rising over ``size`` tokens (every token possible to
+    both), four siblings: each rejection leaves a residual of several tokens the draft still
+    proposes, so every later sibling is tried against a residual it can change."""
+    half = size * (size + 1) // 2
+    target = FixedModel([Fraction(size - i, half) for i in range(size)])
+    draft = FixedModel([Fraction(i + 1, half) for i in range(size)])
+    uniform = FixedModel([Fraction(1, size)] * size)
+    extra = (draft, uniform, draft) if law == "multi" else ()
+    return AuditInstance(
+        f"residual keeps the draft's support (target falling, draft rising, V={size}), tree [4], law {law}",
+        TreeInstance(target, draft, (4,), law, drafts=extra),
+    )
 
 
 def _table(model: Any, vocab: int, depth: int) -> dict[str, list[str]]:

@@ -29,6 +29,7 @@ from typing import Any
 
 from verispec.audits.budget import Budget
 from verispec.audits.instances import (
+    TREE_PAIRS,
     AuditInstance,
     chain_audit_instances,
     from_spec,
@@ -466,14 +467,28 @@ def _target_name(function: str | Callable[..., Any], seed: Any) -> str:
     return str(getattr(function, "__qualname__", repr(function)))
 
 
-def _battery(kind: str, seed: int, law: str, drafts: str = "given") -> list[AuditInstance]:
+def _battery(
+    kind: str, seed: int, law: str, drafts: str = "given", vocab: int | None = None, pairs: int | None = None
+) -> list[AuditInstance]:
     """The audit battery of ``kind`` (``"chain"`` or ``"tree"``, of candidate law ``law``; for
-    a chain black box that drafts for itself, the tie-free one)."""
+    a chain black box that drafts for itself, the tie-free one), over ``vocab`` tokens with
+    ``pairs`` more random model pairs (``None``: the battery's defaults)."""
     if kind not in ("chain", "tree"):
         raise UsageError(f"kind={kind!r} must be 'chain' or 'tree'")
     if kind == "tree":
-        return tree_audit_instances(seed, law=law)
-    return self_drafting_instances(seed) if drafts == "self" else chain_audit_instances(seed)
+        size = 3 if vocab is None else vocab
+        return tree_audit_instances(seed, law=law, vocab=size, pairs=TREE_PAIRS if pairs is None else pairs)
+    size, more = (4 if vocab is None else vocab), (0 if pairs is None else pairs)
+    if drafts == "self":
+        return self_drafting_instances(seed, vocab=size, pairs=more)
+    return chain_audit_instances(seed, vocab=size, pairs=more)
+
+
+def _battery_options(vocab: int | None, pairs: int | None) -> str:
+    """The battery's options on a reproduce command line."""
+    return (f" --vocab {vocab}" if vocab is not None else "") + (
+        f" --instances {pairs}" if pairs is not None else ""
+    )
 
 
 def _law_option(kind: str, law: str) -> str:
@@ -506,6 +521,8 @@ def audit(
     python: str | None = None,
     on_progress: Callable[[str], None] | None = None,
     drafts: str = "given",
+    vocab: int | None = None,
+    pairs: int | None = None,
 ) -> AuditResult:
     """Audit ``function`` (``"module:function"``, run in a subprocess, or a callable, run here).
 
@@ -519,6 +536,8 @@ def audit(
     unless something is rejected. ``on_progress`` receives a line after each chunk of samples.
     ``drafts="self"`` audits a chain black box that drafts for itself,
     ``speculate(model, rng) -> block`` (:class:`~verispec.audits.worker.SelfDraftRounds`).
+    ``vocab`` and ``pairs`` set the battery's vocabulary and its number of extra random model
+    pairs (default: the battery's own, 4 and 0 for chains, 3 and 2 for trees).
     """
     check_rate("alpha", alpha)
     check_rate("power", power)
@@ -526,7 +545,8 @@ def audit(
         raise UsageError(f"tv={tv!r} must be in (0, 1)")
     name = _target_name(function, seed)
     isolation = _isolation(threads, python, drafts, kind)
-    items = instances or _battery(kind, seed, law, drafts)
+    items = instances or _battery(kind, seed, law, drafts, vocab, pairs)
+    battery = _battery_options(vocab, pairs)
     if budget is not None:
         return _budgeted(
             function,
@@ -542,10 +562,11 @@ def audit(
             on_instance,
             workers,
             isolation,
+            battery,
         )
     per_instance_alpha = alpha / len(items)
     plans = [plan_instance(item, alpha=per_instance_alpha, power=power, tv=tv) for item in items]
-    command = _command(kind, name, f"--tv {tv:g}", alpha, power, seed, law, drafts)
+    command = _command(kind, name, f"--tv {tv:g}", alpha, power, seed, law, drafts) + battery
     results: list[InstanceResult | None] = [None] * len(items)
     clock = [time.perf_counter()]
 
@@ -756,6 +777,8 @@ def boundary_audit(
     on_instance: Callable[[dict[str, Any]], None] | None = None,
     threads: int | None = WORKER_THREADS,
     python: str | None = None,
+    vocab: int | None = None,
+    pairs: int | None = None,
 ) -> BoundaryResult:
     """Run the verifier ``function`` at every boundary of its uniforms on the chain battery
     (``kind="chain"``) or the tree battery of candidate law ``law`` (``kind="tree"``):
@@ -764,7 +787,7 @@ def boundary_audit(
 
     name = _target_name(function, seed)
     isolation = _isolation(threads, python)
-    items = instances or _battery(kind, seed, law)
+    items = instances or _battery(kind, seed, law, vocab=vocab, pairs=pairs)
     results: list[dict[str, Any] | None] = [None] * len(items)
     start = time.perf_counter()
 
@@ -783,6 +806,7 @@ def boundary_audit(
         for i, item in enumerate(items):
             finish(i, probe_instance(function, item, calls, seed * 1000 + i))
     command = f"verispec audit --{kind} {name}{_law_option(kind, law)} --boundary --seed {seed}"
+    command += _battery_options(vocab, pairs)
     done = [r for r in results if r is not None]
     return BoundaryResult(name, seed, command, done, time.perf_counter() - start)
 
@@ -801,6 +825,7 @@ def _budgeted(
     on_instance: Callable[[InstanceResult], None] | None,
     workers: int | None,
     isolation: Isolation,
+    battery: str = "",
 ) -> AuditResult:
     """The budgeted design (:mod:`verispec.audits.budget`): chunks sized by the verifier's
     speed, an e-process after each chunk and a G-test at the end, each at half the instance's
@@ -815,7 +840,7 @@ def _budgeted(
     import threading
 
     text = f"{budget.seconds:g}s" if budget.seconds is not None else str(budget.samples)
-    command = _command(kind, name, f"--budget {text}", alpha, power, seed, law, isolation.drafts)
+    command = _command(kind, name, f"--budget {text}", alpha, power, seed, law, isolation.drafts) + battery
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise UsageError(f"workers={workers!r} must be a positive integer")
     lanes = 1 if not isinstance(function, str) else min(workers or os.cpu_count() or 1, len(items))

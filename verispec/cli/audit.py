@@ -29,6 +29,21 @@ def add_parser(sub: Any) -> None:
     target.add_argument("--tree", metavar="MODULE:FUNCTION", help="verify_tree(tree, rng) -> tokens")
     p.add_argument("--law", default="iid", help="candidate law of the tree battery (default iid)")
     p.add_argument(
+        "--vocab",
+        type=int_at_least("--vocab", 2),
+        default=None,
+        help="vocabulary of the battery's random instances (default 4 for chains, 3 for trees, which "
+        "need at least 3)",
+    )
+    p.add_argument(
+        "--instances",
+        type=int_at_least("--instances", 0),
+        default=None,
+        metavar="N",
+        help="extra random model pairs in the battery, the i-th over vocab + i tokens (default 0 for "
+        "chains, 2 for trees)",
+    )
+    p.add_argument(
         "--drafts",
         choices=("given", "self"),
         default="given",
@@ -152,6 +167,8 @@ def run(args: argparse.Namespace) -> RunVerdict:
         python=args.python,
         on_progress=None if args.json else progress,
         drafts=args.drafts,
+        vocab=args.vocab,
+        pairs=args.instances,
     )
     _finish(args, "audit", result, f"verdict: {result.verdict}; reproduce: {result.command}")
     return result.verdict
@@ -216,6 +233,8 @@ def _boundary(args: argparse.Namespace, kind: str, function: str) -> RunVerdict:
         on_instance=show,
         threads=args.threads,
         python=args.python,
+        vocab=args.vocab,
+        pairs=args.instances,
     )
     _finish(
         args, "boundary", result, f"verdict: {result.verdict}: {result.reason}; reproduce: {result.command}"

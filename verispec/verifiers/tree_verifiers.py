@@ -30,6 +30,7 @@ __all__ = [
     "k_seq",
     "k_seq_rho_one",
     "mss",
+    "mss_first_residual_only",
     "mss_merged_duplicates",
     "optimal_rho",
     "point_mass_tree",
@@ -423,6 +424,33 @@ def mss_merged_duplicates(tree: DraftTree, rand: Random) -> list[int]:
                 node = child
                 break
             target = normalize(positive_part(target, q))
+        else:
+            block.append(rand.categorical(target))
+            return block
+
+
+@tree_verifier(
+    name="mss-first-residual-only",
+    kind="control",
+    laws=("iid",),
+    summary="MSS whose residual is updated after the first rejected sibling only",
+    source="a planted later-sibling bug (a residual update guarded to the first sibling, as code written "
+    "for two-way trees has it), which the three-token tree battery saw only on its skewed instances",
+)
+def mss_first_residual_only(tree: DraftTree, rand: Random) -> list[int]:
+    """Wrong: MSS that updates ``P <- norm([P - q]_+)`` after the first rejected sibling only, so
+    the third and later siblings, and the correction after them, use a stale residual."""
+    node, block = 0, []
+    while True:
+        target = list(tree.target_probs[node])
+        for j, child in enumerate(tree.children[node]):
+            x, q = tree.tokens[child], _proposal(tree, child)
+            if rand.bernoulli(acceptance_ratio(target, q, x)):
+                block.append(x)
+                node = child
+                break
+            if j == 0:
+                target = normalize(positive_part(target, q))
         else:
             block.append(rand.categorical(target))
             return block
