@@ -166,7 +166,7 @@ def controls() -> str:
             else "exact checker"
             if m.layer == "verifier"
             else "z3",
-            m.hook or "",
+            " + ".join(seam for seam in (m.hook, *(s for s, _ in m.alongside)) if seam),
         ]
         for m in catalog()
     ]

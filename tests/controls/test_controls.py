@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 import pytest
 
@@ -204,3 +205,68 @@ class TestEscalation:
         broken = run.controls[1].cells[0]
         assert broken.status == "error" and "could not be built" in broken.evidence
         assert run.verdict == "fail" and [s.outcome for s in run.subjects] == ["pass"]
+
+
+class TestTwoSeamMutant:
+    """untruncated-draft, exactly (fractions): vLLM's acceptance rule, the seam it needs
+    alongside, keeps the law while the drafts follow q; with drafts from the untruncated law
+    the emitted law moves, and verispec's own verifier would have stopped the engine instead."""
+
+    P = (Fraction(1, 2), Fraction(1, 2), Fraction(0))  # the target after truncation: token 2 cut
+    Q_TRUNCATED = (Fraction(3, 4), Fraction(1, 4), Fraction(0))  # the declared q
+    Q_UNTRUNCATED = (Fraction(3, 5), Fraction(1, 5), Fraction(1, 5))  # what the drafts follow
+
+    def _first_token_law(self, drafts_from: tuple[Fraction, ...]) -> dict:
+        from verispec.controls.mutants import _verify_rejecting_impossible_drafts
+        from verispec.exact.executor import output_law
+
+        def one_round(rand):
+            draft = rand.categorical(drafts_from)
+            p_rows, q_rows = [self.P, self.P], [self.Q_TRUNCATED]
+            block, _ = _verify_rejecting_impossible_drafts(p_rows, q_rows, [draft], rand, False)
+            return block[0]
+
+        return output_law(one_round)
+
+    def test_the_rule_alone_keeps_the_law(self) -> None:
+        assert self._first_token_law(self.Q_TRUNCATED) == {0: Fraction(1, 2), 1: Fraction(1, 2)}
+
+    def test_with_untruncated_drafts_the_law_moves(self) -> None:
+        # token 0 accepted 3/5 * 2/3; token 1 accepted 1/5 plus the residual after a rejection 2/5
+        assert self._first_token_law(self.Q_UNTRUNCATED) == {0: Fraction(2, 5), 1: Fraction(3, 5)}
+
+    def test_verispecs_verifier_refuses_the_impossible_draft(self) -> None:
+        from verispec.core.random import SeededRandom
+        from verispec.errors import NonConformance
+        from verispec.verifiers import registry
+
+        with pytest.raises(NonConformance, match="draft token 2 has probability 0"):
+            verify = registry.get_chain("token-level").verify
+            verify([self.P, self.P], [self.Q_TRUNCATED], [2], SeededRandom(0))
+
+
+def test_unmutated_engines_run_with_their_mutants_fixes(monkeypatch) -> None:
+    """The false-alarm record of an engine is taken on the engine its mutants were planted in:
+    vLLM's subject runs with the cpu-expand fix its mutants carry (without it, vLLM's own CPU
+    bug flags it), and says so."""
+    import verispec.conformance.runner as conformance
+    import verispec.controls.runner as runner
+    from verispec.conformance.checks import CheckResult
+
+    chosen = [_control("vllm-draft/penalty-ignored")]
+    seen: list = []
+
+    def fake_conform(subject, *, quick, checks, options=None, **kw):
+        seen.append((subject, options))
+        status = Status.FAIL if (options or {}).get("mutations") else Status.PASS
+        return type("Run", (), {"results": [CheckResult(n, status, "", generate_calls=6) for n in checks]})()
+
+    monkeypatch.setattr(conformance, "conform", fake_conform)
+    monkeypatch.setattr(runner, "catalog", lambda layers: chosen)
+    run = runner.run_controls(("engine",), quick=True, jobs=1)
+    assert seen[-1] == ("vllm-draft", {"fixes": ["cpu-expand"]})
+    assert run.subjects[0].fixes == ("cpu-expand",) and run.verdict == "pass"
+    assert run.to_json()["subjects"][0]["fixes"] == ["cpu-expand"]
+    from verispec.report.lines import subject_line
+
+    assert "vllm-draft (with fix cpu-expand): pass" in subject_line(run.subjects[0])

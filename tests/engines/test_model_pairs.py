@@ -96,14 +96,20 @@ class TestUnsupportedSettings:
         (result,) = run.results
         assert result.status == "pass", result.reason
         left_out = {
-            "T=1/2 top_k=8 min_p=1/10": "min_p: this engine refuses min-p",
+            "T=2 top_k=6 min_p=3/10": "min_p: this engine refuses min-p",
             # and the penalised setting: the engine declares no penalties
             "T=1 top_p=9/10, frequency penalty 0.5, presence penalty 0.5, repetition penalty 1.3": (
                 "penalties: the engine lacks the capability penalties"
             ),
         }
         assert result.details["settings_left_out"] == left_out
-        assert list(result.details["pvalues"]) == ["0: T=3/2", "1: T=1/2 top_k=8"]  # the alternative ran
+        # the alternative ran, and Fisher's combination of the settings that ran
+        assert list(result.details["pvalues"]) == [
+            "0: T=3/2",
+            "1: T=1/2",
+            "2: T=2 top_k=6 top_p=3/5",
+            "all settings (Fisher)",
+        ]
         saved = json.loads((tmp_path / "report" / "report.json").read_text())
         assert "left out, the engine cannot take them" in saved["checks"][0]["reason"]
 

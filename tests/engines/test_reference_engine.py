@@ -196,12 +196,17 @@ class TestReferenceEngine:
         with pytest.raises(UsageError, match="replace the same hook 'crop'"):
             plant("reference", ["crop-plus-one", "crop-no-op"])
 
-    def test_every_reference_mutant_replaces_one_seam(self) -> None:
-        """Each record names a seam of Hooks, and planting it changes exactly that field."""
+    def test_every_reference_mutant_replaces_its_seams(self) -> None:
+        """Each record names seams of Hooks (its bug's, then any it needs alongside), and
+        planting it changes exactly those fields."""
         for m in engine_mutants("reference") + engine_mutants("reference-tree"):
             assert m.hook in Hooks.names() and m.mechanism and m.source, m.name
+            assert set(m.seams) <= set(Hooks.names()) and next(iter(m.seams)) == m.hook, m.name
             planted = plant(m.engine, [m.subject])
             changed = [h for h in Hooks.names() if getattr(planted, h) is not getattr(Hooks(), h)]
-            assert changed == [m.hook], m.name
+            assert changed == [h for h in Hooks.names() if h in m.seams], m.name
+        # a bug that needs the verify seam alongside cannot be planted with another verify bug
+        with pytest.raises(UsageError, match="replace the same hook 'verify'"):
+            plant("reference", ["untruncated-draft", "resample-target"])
         with pytest.raises(UsageError, match="hooks \\['nope'\\] are not among"):
             with_hooks(nope=None)

@@ -92,3 +92,25 @@ class TestHtml:
         assert "## Negative controls" in text and "- **not caught**: `engine:unseeded`" in text
         assert "median 18, max 800" in text and "[controls/report.html](controls/report.html)" in text
         assert "- detailed reports: [controls](controls/report.html)" in text
+
+
+def test_a_quick_run_names_what_its_sizes_cannot_see() -> None:
+    """A quick run of first-token-law names reused-uniform (only the full sizes see it) in its
+    JSON, markdown and HTML; a full run, or a quick run of other checks, names nothing."""
+    from verispec.conformance.checks import CheckResult
+    from verispec.conformance.render import html, markdown
+    from verispec.conformance.runner import ConformanceRun
+    from verispec.verdicts import Status
+
+    def run(quick: bool, check: str) -> ConformanceRun:
+        r = ConformanceRun("reference", "reference", [], 24, "cpu", 0, 1e-6, quick)
+        r.results = [CheckResult(check, Status.PASS, "ok", generate_calls=1)]
+        return r
+
+    data = run(True, "first-token-law").to_json()
+    assert [b["control"] for b in data["quick_blind_spots"]] == ["engine:reused-uniform"]
+    assert "0.050" in data["quick_blind_spots"][0]["why"]
+    assert "quick sizes cannot see `engine:reused-uniform` (first-token-law)" in markdown(data)
+    assert "quick sizes cannot see" in html(data)
+    assert run(False, "first-token-law").blind_spots == []
+    assert run(True, "greedy-equivalence").blind_spots == []

@@ -130,6 +130,9 @@ def run(args: argparse.Namespace) -> RunVerdict:
         return run.verdict
     for warning in run.warnings:
         progress(f"  warning: {warning}")
+    for spot in run.blind_spots:
+        progress(f"  quick sizes cannot see {spot['control']} ({spot['checks']}): {spot['why']}")
+        progress("  (run without --quick for them)")
     perf = run.to_json()["performance"]
     why = f": {run.inconclusive_reason}" if run.verdict == RunVerdict.INCONCLUSIVE else ""
     print(

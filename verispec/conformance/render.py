@@ -47,6 +47,10 @@ def markdown(data: dict[str, Any]) -> str:
         *([f"- **inconclusive**: {data['inconclusive']}"] if data.get("inconclusive") else []),
         *[f"- engine: {n}" for n in data.get("engine_notes", [])],
         *[f"- warning: {w}" for w in data.get("warnings", [])],
+        *[
+            f"- quick sizes cannot see `{b['control']}` ({b['checks']}): {b['why']}; run without --quick"
+            for b in data.get("quick_blind_spots", [])
+        ],
         "",
     ]
     rows = []
@@ -205,6 +209,10 @@ def html(data: dict[str, Any]) -> str:
         f"<p><b>{_html.escape(label)}</b>: {_html.escape(text)}</p>"
         for label, text in [("inconclusive", data.get("inconclusive") or "")]
         + [("warning", w) for w in data.get("warnings", [])]
+        + [
+            ("quick sizes cannot see", f"{b['control']} ({b['checks']}): {b['why']}; run without --quick")
+            for b in data.get("quick_blind_spots", [])
+        ]
         if text
     )
     return f"""<!DOCTYPE html>

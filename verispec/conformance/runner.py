@@ -95,6 +95,24 @@ class ConformanceRun:
         return RunVerdict.PASS
 
     @property
+    def blind_spots(self) -> list[dict[str, str]]:
+        """A quick run's known blind spots: the catalog's bugs its checks must catch that only
+        the full sizes see (empty for a full run)."""
+        if not self.quick:
+            return []
+        from verispec.controls.mutants import quick_blind_spots
+
+        ran = [r.name for r in self.results]
+        return [
+            {
+                "control": m.name,
+                "checks": ", ".join(c for c in m.caught_by if c in ran),
+                "why": str(m.quick_miss),
+            }
+            for m in quick_blind_spots(ran)
+        ]
+
+    @property
     def reproduce(self) -> str:
         return (
             f"verispec conform --engine {self.engine} --seed {self.seed}"
@@ -124,6 +142,7 @@ class ConformanceRun:
             "verdict": self.verdict,
             "inconclusive": self.inconclusive_reason if self.verdict == RunVerdict.INCONCLUSIVE else None,
             "warnings": self.warnings,
+            "quick_blind_spots": self.blind_spots,
             "engine_notes": self.notes,
             "environment": self.environment,
             "performance": {

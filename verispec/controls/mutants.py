@@ -37,6 +37,7 @@ __all__ = [
     "find",
     "for_engine",
     "plant",
+    "quick_blind_spots",
 ]
 
 Layer = Literal["verifier", "engine", "index"]
@@ -61,6 +62,19 @@ class Mutant:
     #: engine layer: fixes of the engine's own bugs applied with the mutant, so that what the
     #: checks catch is the planted bug (vLLM's CPU build needs ``cpu-expand``)
     fixes: tuple[str, ...] = ()
+    #: reference engines: other seams replaced with ``hook``, each no bug alone: the behaviour
+    #: of the engine the bug comes from that lets it through (vLLM's verifier rejects a draft
+    #: the declared q gives 0 where verispec's raises)
+    alongside: tuple[tuple[str, Callable[..., Any]], ...] = field(default=(), compare=False, repr=False)
+    #: engine layer: why the quick sizes cannot see the bug (smaller than the quick design's
+    #: effect), so that only the full sizes catch it; ``None``: caught at the quick sizes
+    quick_miss: str | None = None
+
+    @property
+    def seams(self) -> dict[str, Callable[..., Any]]:
+        """Reference engines: every seam the bug replaces, ``hook`` first, and its replacement."""
+        assert self.hook is not None and self.replacement is not None, self.name
+        return {self.hook: self.replacement, **dict(self.alongside)}
 
     @property
     def name(self) -> str:
@@ -95,6 +109,8 @@ class Mutant:
             "engine": self.engine,
             "expected": list(self.caught_by),
             "hook": self.hook,
+            "alongside": [seam for seam, _ in self.alongside],
+            "quick_miss": self.quick_miss,
             "reproduce": self.reproduce,
         }
 
@@ -181,6 +197,43 @@ def _draft_temperature_ignored(logits: Any, config: Any, rand: Any) -> tuple[int
     return rand.categorical([a if d > 0 else 0.0 for a, d in zip(law, declared, strict=True)]), declared
 
 
+def _untruncated_draft(logits: Any, config: Any, rand: Any) -> tuple[int, list[float]]:
+    """Drafts from the law at the request's temperature without top-k, top-p or min-p; q
+    declared with them (a draft outside the declared support can come out)."""
+    from verispec.core.transforms import SamplingConfig
+    from verispec.engines.reference import probs
+
+    declared = probs(logits, config)
+    if config.is_greedy:
+        return rand.categorical(declared), declared
+    return rand.categorical(probs(logits, SamplingConfig(config.temperature))), declared
+
+
+def _verify_rejecting_impossible_drafts(
+    p_rows: Any, q_rows: Any, drafts: Sequence[int], rand: Any, greedy: bool
+) -> tuple[list[int], int]:
+    """Token-level verification with vLLM's acceptance rule, ``q(x) > 0 and p(x) / q(x) >= u``:
+    a draft the declared q gives 0 is rejected and the correction drawn from the residual
+    (verispec's verifier raises instead). No bug while the drafts follow q."""
+    from verispec.core.ops import positive_part
+    from verispec.engines.reference import verify_correctly
+    from verispec.verifiers.chain import acceptance_ratio
+
+    if greedy:
+        return verify_correctly(p_rows, q_rows, drafts, rand, greedy)
+    block: list[int] = []
+    for i, x in enumerate(drafts):
+        p, q = p_rows[i], q_rows[i]
+        if q[x] > 0 and rand.bernoulli(acceptance_ratio(p, q, x)):
+            block.append(x)
+            continue
+        residual = positive_part(p, q)
+        block.append(rand.categorical(residual if sum(residual) > 0 else p))
+        return block, i
+    block.append(rand.categorical(p_rows[len(drafts)]))
+    return block, len(drafts)
+
+
 def _draft_probs_none(logits: Any, config: Any, rand: Any) -> tuple[int, list[float]]:
     from verispec.engines.reference import probs
 
@@ -247,6 +300,19 @@ def _ragged_shared_offset(starts: Any, kept: Any, lengths: Sequence[int]) -> dic
 
     first = kept[next(iter(kept))]
     return {b: min(ix.next_offset(L - 1, first), lengths[b]) for b, L in starts.items()}
+
+
+def _kept_by_live_position(starts: Any, kept: Any, lengths: Sequence[int]) -> dict[int, int]:
+    """Accepted counts stored by position among the rows still running and read back by batch
+    slot: while every row runs the two agree; once a row has finished, each later row is
+    cropped by the next running row's count (the last row by its own)."""
+    from verispec.smt import index as ix
+
+    live = sorted(starts)
+    by_position = [kept[b] for b in live]
+    return {
+        b: min(ix.target_crop_length(starts[b], by_position[min(b, len(live) - 1)]), lengths[b]) for b in live
+    }
 
 
 def _order_by_length(live: list[int], starts: dict[int, int], outputs: list[Any]) -> list[Any]:
@@ -413,8 +479,22 @@ def _engine(
     caught_by: tuple[str, ...],
     engine: str = "reference",
     fixes: tuple[str, ...] = (),
+    alongside: tuple[tuple[str, Callable[..., Any]], ...] = (),
+    quick_miss: str | None = None,
 ) -> Mutant:
-    return Mutant(subject, "engine", mechanism, source, engine, caught_by, hook, replacement, fixes)
+    return Mutant(
+        subject,
+        "engine",
+        mechanism,
+        source,
+        engine,
+        caught_by,
+        hook,
+        replacement,
+        fixes=fixes,
+        alongside=alongside,
+        quick_miss=quick_miss,
+    )
 
 
 #: Where the index conventions the engine bugs break are stated and proved.
@@ -588,6 +668,8 @@ ENGINE_MUTANTS: tuple[Mutant, ...] = (
         mechanism="one uniform reused for the acceptance test and the residual draw",
         source="flashinfer-ai/flashinfer PR #424",
         caught_by=("first-token-law",),
+        quick_miss="it moves the first token's law by a total variation of 0.050 at the quick prompt, a "
+        "quarter of the quick design's effect (0.2); the full run plans for 0.1",
     ),
     _engine(
         "unnormalised-draft",
@@ -604,6 +686,17 @@ ENGINE_MUTANTS: tuple[Mutant, ...] = (
         mechanism="top-k, top-p and min-p not applied to the bonus row",
         source="SafeAILab/EAGLE PR #215",
         caught_by=("cache-rollback",),
+    ),
+    _engine(
+        "untruncated-draft",
+        "propose",
+        _untruncated_draft,
+        mechanism="drafts sampled without top-k, top-p or min-p while q is declared with them; the "
+        "verifier rejects a draft q gives 0, as vLLM's kernel does",
+        source="vllm-project/vllm PR #41044 (MTP draft sampling ignored top-k and top-p) and PR #56724 "
+        "(the filters applied to the draft law must be applied before the draft is sampled)",
+        caught_by=("sampling-law",),
+        alongside=(("verify", _verify_rejecting_impossible_drafts),),
     ),
     _engine(
         "crop-no-op",
@@ -638,6 +731,17 @@ ENGINE_MUTANTS: tuple[Mutant, ...] = (
         _ragged_shared_offset,
         mechanism="every row's cache advanced by the first row's accepted count",
         source="Blaizzy/mlx-vlm PR #1155 (#1144)",
+        caught_by=("ragged-batch",),
+    ),
+    _engine(
+        "finished-row-shift",
+        "crop",
+        _kept_by_live_position,
+        mechanism="once a row has finished, each later row's cache is cropped by the next running row's "
+        "accepted count (counts kept by position among the running rows, read by batch slot)",
+        source="requests leaving a batch mid-flight (vLLM's InputBatch.condense moves rows between "
+        "slots); the bookkeeping class of vllm-project/vllm PR #14645, where values read in one order "
+        "were written in another",
         caught_by=("ragged-batch",),
     ),
     _engine(
@@ -765,6 +869,12 @@ ENGINE_MUTANTS: tuple[Mutant, ...] = (
 )
 
 
+def quick_blind_spots(checks: Sequence[str]) -> list[Mutant]:
+    """The catalog's engine bugs that ``checks`` must catch and whose records say the quick
+    sizes cannot see them: what a quick run of those checks is blind to."""
+    return [m for m in ENGINE_MUTANTS if m.quick_miss and set(m.caught_by) & set(checks)]
+
+
 def engine_mutants(engine: str | None = None) -> list[Mutant]:
     """The engine layer's records, all of them or those of one built-in engine."""
     return [m for m in ENGINE_MUTANTS if engine is None or m.engine == engine]
@@ -791,12 +901,12 @@ def plant(engine: str, mutations: Sequence[str]) -> Any:
 
         seams: dict[str, Any] = {}
         for m in chosen:
-            assert m.hook is not None
-            if m.hook in seams:
-                raise UsageError(
-                    f"mutations {list(mutations)} replace the same hook {m.hook!r}; plant one of them"
-                )
-            seams[m.hook] = m.replacement
+            for seam, replacement in m.seams.items():
+                if seam in seams:
+                    raise UsageError(
+                        f"mutations {list(mutations)} replace the same hook {seam!r}; plant one of them"
+                    )
+                seams[seam] = replacement
         return with_hooks(**seams)
     for m in chosen:
         assert m.replacement is not None

@@ -118,7 +118,7 @@ def markdown(data: dict[str, Any]) -> str:
         [
             f"`{c['name']}`",
             c["layer"],
-            c.get("hook") or "",
+            " + ".join(seam for seam in (c.get("hook"), *c.get("alongside", [])) if seam),
             c["source"],
             c["mechanism"],
             f"`{c['reproduce']}`",
@@ -129,7 +129,7 @@ def markdown(data: dict[str, Any]) -> str:
     lines += ["## Unmutated subjects (false-alarm record)", ""]
     rows = [
         [
-            f"`{s['name']}`",
+            f"`{s['name']}`" + (f" (with fix {', '.join(s['fixes'])})" if s.get("fixes") else ""),
             s["layer"],
             f"**{s['outcome']}**" if s["outcome"] != SubjectOutcome.PASS else SubjectOutcome.PASS,
             ", ".join(f"{cell['check']} {cell['status']}" for cell in s["cells"]),

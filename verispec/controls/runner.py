@@ -104,6 +104,8 @@ class SubjectResult:
     layer: Layer
     cells: list[Cell]
     seconds: float = 0.0
+    #: an engine's fixes of its own bugs, applied as they were with its mutants
+    fixes: tuple[str, ...] = ()
 
     @property
     def outcome(self) -> SubjectOutcome:
@@ -119,6 +121,7 @@ class SubjectResult:
             "layer": self.layer,
             "outcome": self.outcome,
             "seconds": round(self.seconds, 2),
+            "fixes": list(self.fixes),
             "cells": [c.to_json() for c in self.cells],
         }
 
@@ -418,13 +421,16 @@ def _run_engine_controls(
 
     def unmutated(subject: str) -> SubjectResult:
         t0 = time.perf_counter()
-        main = declared({n for c in controls if (c.engine or "reference") == subject for n in c.caught_by})
+        mine = [c for c in controls if (c.engine or "reference") == subject]
+        main = declared({n for c in mine for n in c.caught_by})
         needed = [n for n in main if n in escalated.get(subject, set())]
+        # the engine its mutants were planted in: with the same fixes of its own bugs
+        fixes = sorted({f for c in mine for f in c.fixes})
         try:
-            cells = conformance(subject, None, main, lambda caught: needed)
+            cells = conformance(subject, {"fixes": fixes} if fixes else None, main, lambda caught: needed)
         except Exception as exc:
             cells = [_broken(exc)]
-        return SubjectResult(subject, "engine", cells, time.perf_counter() - t0)
+        return SubjectResult(subject, "engine", cells, time.perf_counter() - t0, tuple(fixes))
 
     runnable = []
     for c in controls:

@@ -53,4 +53,6 @@ def control_line(result: Any) -> str:
 
 def subject_line(subject: Any) -> str:
     mark = "ok " if subject.outcome == SubjectOutcome.PASS else "BAD"
-    return f"  {mark} unmutated {subject.layer} subject {subject.name}: {subject.outcome}"
+    fixes = getattr(subject, "fixes", ())
+    fixed = f" (with fix {', '.join(fixes)})" if fixes else ""
+    return f"  {mark} unmutated {subject.layer} subject {subject.name}{fixed}: {subject.outcome}"

@@ -19,7 +19,7 @@ from verispec.errors import UsageError
 from verispec.stats.constants import SUITE_ALPHA
 from verispec.stats.plan import check_rate
 
-__all__ = ["Budget", "e_bonferroni", "e_product", "holm"]
+__all__ = ["Budget", "e_bonferroni", "e_product", "fisher", "holm"]
 
 
 @dataclass
@@ -96,6 +96,25 @@ def holm(pvalues: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * pvalues[i]))
         adjusted[i] = running
     return adjusted
+
+
+def fisher(pvalues: Sequence[float]) -> float:
+    """Fisher's combination of independent p-values: ``-2 sum log p`` against the chi-square
+    law with ``2m`` degrees of freedom. Valid for p-values that are uniform or conservative
+    under the null; it gathers a bug spread thinly over every test, where the smallest
+    p-value alone stays above its share of alpha.
+
+    >>> round(fisher([0.01, 0.01]), 6)
+    0.001021
+    """
+    from scipy import stats
+
+    if not pvalues or any(not 0 <= p <= 1 for p in pvalues):
+        raise UsageError(f"pvalues={list(pvalues)!r} must be a non-empty list of numbers in [0, 1]")
+    if any(p == 0 for p in pvalues):
+        return 0.0  # certain evidence in one test is certain evidence in all
+    statistic = -2.0 * sum(math.log(p) for p in pvalues)
+    return float(stats.chi2.sf(statistic, 2 * len(pvalues)))
 
 
 def e_product(evalues: Sequence[float]) -> float:
