@@ -263,6 +263,7 @@ def test_unmutated_engines_run_with_their_mutants_fixes(monkeypatch) -> None:
 
     monkeypatch.setattr(conformance, "conform", fake_conform)
     monkeypatch.setattr(runner, "catalog", lambda layers: chosen)
+    monkeypatch.setattr(runner, "_installed", lambda controls: (controls, []))  # vLLM need not be
     run = runner.run_controls(("engine",), quick=True, jobs=1)
     assert seen[-1] == ("vllm-draft", {"fixes": ["cpu-expand"]})
     assert run.subjects[0].fixes == ("cpu-expand",) and run.verdict == "pass"
