@@ -81,6 +81,11 @@ def _forced_rejection(vocab: int, gamma: int, position: int, seed: int) -> tuple
     return TableModel(target_rows), TableModel(draft_rows)
 
 
+def _require_count(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageError(f"{name}={value!r} must be a non-negative integer")
+
+
 def chain_audit_instances(
     seed: int = 0, *, vocab: int = 4, gamma: int = 3, pairs: int = 0
 ) -> list[AuditInstance]:
@@ -88,8 +93,7 @@ def chain_audit_instances(
     random model pairs, the i-th over ``vocab + 1 + i`` tokens."""
     if isinstance(vocab, bool) or not isinstance(vocab, int) or vocab < 2 or gamma < 1:
         raise UsageError(f"vocab={vocab!r} must be an integer >= 2 and gamma={gamma} >= 1")
-    if isinstance(pairs, bool) or not isinstance(pairs, int) or pairs < 0:
-        raise UsageError(f"pairs={pairs!r} must be a non-negative integer")
+    _require_count("pairs", pairs)
     t, d = RandomRationalModel(vocab, seed=seed * 10 + 1), RandomRationalModel(vocab, seed=seed * 10 + 2)
     out = [
         AuditInstance("random conditionals with zeros, T=1", ChainInstance(t, d, gamma)),
@@ -212,8 +216,7 @@ def tree_audit_instances(
     last instance leave those bugs something to change."""
     if isinstance(vocab, bool) or not isinstance(vocab, int) or vocab < 3:
         raise UsageError(f"vocab={vocab!r} must be an integer >= 3 for a tree battery")
-    if isinstance(pairs, bool) or not isinstance(pairs, int) or pairs < 0:
-        raise UsageError(f"pairs={pairs!r} must be a non-negative integer")
+    _require_count("pairs", pairs)
     t, d = RandomRationalModel(vocab, seed=seed * 10 + 1), RandomRationalModel(vocab, seed=seed * 10 + 2)
     extra = (
         tuple(RandomRationalModel(vocab, seed=seed * 10 + 7 + j) for j in range(2)) if law == "multi" else ()

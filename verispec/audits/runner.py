@@ -29,7 +29,6 @@ from typing import Any
 
 from verispec.audits.budget import Budget
 from verispec.audits.instances import (
-    TREE_PAIRS,
     AuditInstance,
     chain_audit_instances,
     from_spec,
@@ -475,13 +474,12 @@ def _battery(
     ``pairs`` more random model pairs (``None``: the battery's defaults)."""
     if kind not in ("chain", "tree"):
         raise UsageError(f"kind={kind!r} must be 'chain' or 'tree'")
+    options: dict[str, Any] = {n: v for n, v in (("vocab", vocab), ("pairs", pairs)) if v is not None}
     if kind == "tree":
-        size = 3 if vocab is None else vocab
-        return tree_audit_instances(seed, law=law, vocab=size, pairs=TREE_PAIRS if pairs is None else pairs)
-    size, more = (4 if vocab is None else vocab), (0 if pairs is None else pairs)
+        return tree_audit_instances(seed, law=law, **options)
     if drafts == "self":
-        return self_drafting_instances(seed, vocab=size, pairs=more)
-    return chain_audit_instances(seed, vocab=size, pairs=more)
+        return self_drafting_instances(seed, **options)
+    return chain_audit_instances(seed, **options)
 
 
 def _battery_options(vocab: int | None, pairs: int | None) -> str:
