@@ -161,16 +161,16 @@ def controls() -> str:
             _code(m.name),
             m.mechanism,
             m.source,
-            ", ".join(m.caught_by)
+            ", ".join(f"{c} ({m.evidence_for(c)})" for c in m.caught_by)
             if m.layer == "engine"
             else "exact checker"
             if m.layer == "verifier"
             else "z3",
-            " + ".join(seam for seam in (m.hook, *(s for s, _ in m.alongside)) if seam),
+            " + ".join(seam for seam in (m.hook, *m.alongside) if seam),
         ]
         for m in catalog()
     ]
-    return _table(["control", "mechanism", "source", "caught by", "seam replaced"], rows)
+    return _table(["control", "mechanism", "source", "caught by (through)", "seam replaced"], rows)
 
 
 #: (file, block name, renderer) for every generated block.

@@ -10,6 +10,8 @@ The other values are string enums (they compare equal to, and serialise as, thei
 * :class:`RunVerdict`: a whole run's verdict (``verispec check``, ``conform``, ``audit``,
   ``controls``, ``prove``, ``smt``), mapped to the exit code by :func:`exit_code`;
 * :class:`Failure`: why a check failed (a detection, bad output, or the engine breaking);
+* :class:`Evidence`: what a failing check saw (a statistic, an impossible token, a mismatch, a
+  count, bad output): what a planted bug's record says its check must see;
 * :class:`Outcome` and :class:`SubjectOutcome`: a negative control's and an unmutated
   subject's outcome;
 * :class:`Decision`: one audit instance's decision.
@@ -30,6 +32,7 @@ from verispec.errors import ExitCode
 
 __all__ = [
     "Decision",
+    "Evidence",
     "Failure",
     "Outcome",
     "Proved",
@@ -80,6 +83,18 @@ class Failure(enum.StrEnum):
         return self in (Failure.CRASH, Failure.MISUSE)
 
 
+class Evidence(enum.StrEnum):
+    """What a check that failed through the engine's output saw. A planted bug's record names
+    the evidence each of its checks must fail through, so that a failure for another reason (the
+    engine crashing, a bad id where a statistic was expected) is not counted as a catch."""
+
+    STATISTIC = "statistic"  # a test rejected the law at the alpha it was planned at
+    IMPOSSIBLE = "impossible"  # a token the declared law gives probability 0
+    MISMATCH = "mismatch"  # tokens differ from a deterministic reference (baseline, repeat, alone)
+    COUNT = "count"  # a count breaks the contract (accepted + 1 per round, a stop id, a budget)
+    BAD_OUTPUT = "bad-output"  # output no engine may give (an id outside the vocabulary, ...)
+
+
 class RunVerdict(enum.StrEnum):
     """A whole run's verdict."""
 
@@ -92,9 +107,8 @@ class RunVerdict(enum.StrEnum):
 class Outcome(enum.StrEnum):
     """A negative control's outcome."""
 
-    CAUGHT = "caught"
-    CAUGHT_BY_CRASH = "caught-by-crash"
-    ERROR = "error"
+    CAUGHT = "caught"  # a declared check failed through the evidence the record names
+    ERROR = "error"  # the engine crashed, hung or was misused, or a check errored: not a catch
     ESCAPED = "escaped"
     NOT_RUN = "not-run"
 

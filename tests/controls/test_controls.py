@@ -12,7 +12,7 @@ from verispec.controls.mutants import Mutant, catalog, find
 from verispec.controls.render import html, markdown
 from verispec.controls.runner import Cell, ControlResult, ControlsRun, SubjectResult
 from verispec.errors import UsageError
-from verispec.verdicts import Status
+from verispec.verdicts import Evidence, Failure, Status
 
 #: The public engine bugs the controls issue names, each reproduced by an engine mutant.
 REQUIRED_SOURCES = {
@@ -60,7 +60,7 @@ class TestCatalog:
             assert c.source and c.mechanism, c.name
             if c.layer == "engine":
                 assert c.caught_by, f"{c.name} has no check declared to catch it"
-                assert c.hook and c.replacement is not None, c.name
+                assert c.hook and len(c.evidence) == len(c.caught_by), c.name
                 assert c.reproduce.startswith(f"verispec conform --engine {c.engine} --mutation {c.subject}")
 
     def test_the_product_cites_no_file_outside_the_repository(self) -> None:
@@ -92,18 +92,48 @@ def _control(subject: str) -> Mutant:
 
 
 class TestOutcomes:
-    def test_a_crash_is_not_a_statistical_detection(self) -> None:
-        crashed = Cell("sampling-law", Status.FAIL, None, 8, "engine error: boom", crash=True)
+    def test_a_crash_is_an_error_never_a_catch(self) -> None:
+        """The engine crashing in the declared check is an error of the control (its tests
+        treat it as a miss), whatever the check reports."""
+        crashed = Cell("ids-in-vocab", Status.FAIL, None, 8, "engine error: boom", Failure.CRASH)
         crash = ControlResult(_control("vocab-overflow"), [crashed], 1.0)
-        assert crash.outcome == "caught-by-crash" and crash.samples_to_detection is None
-        found = Cell("ids-in-vocab", Status.FAIL, None, 4, "bad output: id 24")
+        assert crash.outcome == "error" and crash.samples_to_detection is None
+        refused = Cell("ids-in-vocab", Status.FAIL, None, 8, "engine misuse: no", Failure.MISUSE)
+        assert ControlResult(_control("vocab-overflow"), [refused], 1.0).outcome == "error"
+        found = Cell(
+            "ids-in-vocab", Status.FAIL, None, 4, "bad output: id 24", Failure.BAD_OUTPUT, Evidence.BAD_OUTPUT
+        )
         caught = ControlResult(_control("vocab-overflow"), [found], 1.0)
         assert caught.outcome == "caught" and caught.samples_to_detection == 4
+        assert caught.to_json()["caught_by"] == ["ids-in-vocab"]
+
+    def test_only_the_named_evidence_catches(self) -> None:
+        """softmax-residual must fail sampling-law through its statistic: the same check failing
+        through another evidence, or an undeclared check failing, is no catch."""
+        control = _control("softmax-residual")
+        assert control.evidence_for("sampling-law") == Evidence.STATISTIC
+        other = Cell(
+            "sampling-law",
+            Status.FAIL,
+            0.0,
+            9,
+            "emitted 3 impossible",
+            Failure.DETECTION,
+            Evidence.IMPOSSIBLE,
+        )
+        undeclared = Cell("determinism", Status.FAIL, None, 2, "differ", Failure.DETECTION, Evidence.MISMATCH)
+        assert ControlResult(control, [other, undeclared], 1.0).outcome == "escaped"
+        statistic = Cell(
+            "sampling-law", Status.FAIL, 1e-9, 9, "rejected", Failure.DETECTION, Evidence.STATISTIC
+        )
+        assert ControlResult(control, [statistic], 1.0).outcome == "caught"
+        text = markdown(
+            ControlsRun(True, 1e-6, ("engine",), False, [ControlResult(control, [statistic], 1.0)]).to_json()
+        )
+        assert "statistic p=1e-09*" in text and "sampling-law: statistic; first-token-law: statistic" in text
 
     def test_an_error_is_never_a_pass_or_a_detection(self) -> None:
-        errored = ControlResult(
-            _control("unseeded"), [Cell("determinism", Status.ERROR, evidence="bug")], 1.0
-        )
+        errored = ControlResult(_control("unseeded"), [Cell("determinism", Status.ERROR, detail="bug")], 1.0)
         missed = ControlResult(_control("unseeded"), [Cell("determinism", Status.PASS)], 1.0)
         flagged = SubjectResult("reference", "engine", [Cell("determinism", Status.FAIL)])
         run = ControlsRun(False, 1e-6, ("engine",), False, [errored, missed], [flagged])
@@ -141,6 +171,37 @@ def test_engine_controls_run_end_to_end(tmp_path, monkeypatch) -> None:
     assert "Detection matrix" in page and "verispec conform --engine reference --mutation unseeded" in page
 
 
+@pytest.mark.torch
+def test_a_bug_that_only_crashes_the_engine_is_an_error_not_a_catch(tmp_path) -> None:
+    """An engine defined outside verispec with two planted bugs of its own: one that emits an id
+    outside the vocabulary (caught through that bad output) and one that only crashes the
+    engine on its fifth request. Both break eos-length's run; only the first is a catch, the
+    crash is an error of its control, and the run fails (a miss)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from verispec.controls.runner import run_controls
+
+    factory = "tests.fixtures.my_engine:make_planted"
+
+    def planted(name: str, check: str, evidence: Evidence) -> Mutant:
+        return Mutant(name, "engine", name, "tests/fixtures/my_engine.py", factory, (check,), (evidence,))
+
+    mutants = [
+        planted("out-of-range", "ids-in-vocab", Evidence.BAD_OUTPUT),
+        planted("crash", "eos-length", Evidence.COUNT),
+    ]
+    run = run_controls(("engine",), quick=True, jobs=1, mutants=mutants, out=tmp_path)
+    by_name = {r.control.subject: r for r in run.controls}
+    assert by_name["out-of-range"].outcome == "caught"
+    crashed = by_name["crash"]
+    assert crashed.outcome == "error" and crashed.samples_to_detection is None
+    assert crashed.cells[0].failure == "crash" and "illegal memory access" in crashed.cells[0].detail
+    assert run.verdict == "fail" and [r.control.subject for r in run.escaped] == ["crash"]
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["outcomes"] == {"caught": 1, "error": 1}
+    assert [c["caught_by"] for c in report["controls"]] == [["ids-in-vocab"], []]
+
+
 class TestEscalation:
     """The engine layer's schedule, with a scripted stand-in for the conformance runner:
     quick sizes first, full sizes only for a miss, and the subject on the same tests."""
@@ -151,7 +212,6 @@ class TestEscalation:
         import verispec.conformance.runner as conformance
         import verispec.controls.runner as runner
         from verispec.conformance.checks import CheckResult
-        from verispec.verdicts import Failure
 
         chosen = [_control("resample-target"), _control("draft-temperature-ignored")]
         calls: list[tuple] = []
@@ -163,9 +223,12 @@ class TestEscalation:
             calls.append((mutation, quick, tuple(checks), kw.get("design", "planned")))
             caught = mutation and (caught_quick[mutation] or not quick)
             status, failure = (Status.FAIL, Failure.DETECTION) if caught else (Status.PASS, None)
+            evidence = Evidence.STATISTIC if caught else None
             calls_used = 80 if quick else 720
             results = [
-                CheckResult(n, status, "", pvalue=1e-9, generate_calls=calls_used, failure=failure)
+                CheckResult(
+                    n, status, "", pvalue=1e-9, generate_calls=calls_used, failure=failure, evidence=evidence
+                )
                 for n in checks
             ]
             return type("Run", (), {"results": results})()
@@ -185,7 +248,7 @@ class TestEscalation:
             "verispec conform --engine reference --mutation draft-temperature-ignored "
             "--design sequential --check sampling-law"
         )
-        assert later.cells[0].evidence.startswith("at full size, after 80 quick-size samples")
+        assert later.cells[0].detail.startswith("at full size, after 80 quick-size samples")
         subject = [c for c in calls if c[0] is None]
         assert subject == [
             (None, True, ("sampling-law", "first-token-law"), "sequential"),
@@ -203,7 +266,7 @@ class TestEscalation:
         outcomes = {r.control.subject: r.outcome for r in run.controls}
         assert outcomes == {"resample-target": "caught", "draft-temperature-ignored": "error"}
         broken = run.controls[1].cells[0]
-        assert broken.status == "error" and "could not be built" in broken.evidence
+        assert broken.status == "error" and "could not be built" in broken.detail
         assert run.verdict == "fail" and [s.outcome for s in run.subjects] == ["pass"]
 
 
@@ -217,7 +280,7 @@ class TestTwoSeamMutant:
     Q_UNTRUNCATED = (Fraction(3, 5), Fraction(1, 5), Fraction(1, 5))  # what the drafts follow
 
     def _first_token_law(self, drafts_from: tuple[Fraction, ...]) -> dict:
-        from verispec.controls.mutants import _verify_rejecting_impossible_drafts
+        from verispec.engines.reference.bugs import _verify_rejecting_impossible_drafts
         from verispec.exact.executor import output_law
 
         def one_round(rand):
@@ -258,8 +321,10 @@ def test_unmutated_engines_run_with_their_mutants_fixes(monkeypatch) -> None:
 
     def fake_conform(subject, *, quick, checks, options=None, **kw):
         seen.append((subject, options))
-        status = Status.FAIL if (options or {}).get("mutations") else Status.PASS
-        return type("Run", (), {"results": [CheckResult(n, status, "", generate_calls=6) for n in checks]})()
+        planted = bool((options or {}).get("mutations"))
+        status, evidence = (Status.FAIL, Evidence.MISMATCH) if planted else (Status.PASS, None)
+        results = [CheckResult(n, status, "", generate_calls=6, evidence=evidence) for n in checks]
+        return type("Run", (), {"results": results})()
 
     monkeypatch.setattr(conformance, "conform", fake_conform)
     monkeypatch.setattr(runner, "catalog", lambda layers: chosen)

@@ -101,21 +101,23 @@ def test_every_check_catches_a_mutant_and_every_mutant_names_real_checks() -> No
 @pytest.mark.parametrize(("mutant", "check"), CAUGHT_PARAMS)
 def test_mutants_are_caught(mutant: Mutant, check: str) -> None:
     """Each declared check catches its planted bug at the quick sizes, with the sequential
-    first-token design; a bug whose record says the quick sizes cannot see it (reused-uniform
+    first-token design, through the evidence its record names (never a crash); a bug whose
+    record says the quick sizes cannot see it (reused-uniform
     moves the first token's law by a total variation of 0.05 at the quick prompt, a quarter of
     the quick design's effect) is named by the quick run and caught at the full sizes."""
     common: dict = dict(alpha=PER_TEST_ALPHA, checks=[check], options=mutant.options)
     run = conform(mutant.engine or "reference", quick=True, design="sequential", **common)
     assert run.name.startswith(f"{mutant.engine}[{mutant.subject}]")
     result = run.results[0]
+    caught = (Status.FAIL, mutant.evidence_for(check))  # failed through the evidence it names
     if mutant.quick_miss is None:
         # the quick sizes see it: a miss here is a blind spot to fix or to record
-        assert result.status == Status.FAIL, result.to_json()
+        assert (result.status, result.evidence) == caught, result.to_json()
         return
     assert mutant.name in [b["control"] for b in run.blind_spots]  # the quick run says so
     if result.status != Status.FAIL:
         result = conform(mutant.engine or "reference", quick=False, design="sequential", **common).results[0]
-    assert result.status == Status.FAIL, result.to_json()
+    assert (result.status, result.evidence) == caught, result.to_json()
 
 
 def test_an_unknown_transformers_patch_is_named() -> None:

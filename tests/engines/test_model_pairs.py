@@ -13,7 +13,7 @@ from verispec.errors import MissingDependency, UsageError
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from verispec.engines import models  # noqa: E402
+from verispec.engines import model_pairs as models  # noqa: E402
 
 
 @pytest.fixture

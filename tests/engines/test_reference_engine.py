@@ -7,14 +7,20 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from verispec.controls.mutants import engine_mutants, plant  # noqa: E402
+from verispec.engines import registry  # noqa: E402
 from verispec.engines.protocol import Request, Sampling  # noqa: E402
-from verispec.engines.reference import Hooks, ReferenceEngine, with_hooks  # noqa: E402
+from verispec.engines.reference import Hooks, ReferenceEngine, planted_hooks, with_hooks  # noqa: E402
 from verispec.engines.tiny import tiny_pair  # noqa: E402
 from verispec.engines.torchlm import TorchLM  # noqa: E402
 from verispec.errors import UsageError  # noqa: E402
 
 pytestmark = pytest.mark.torch
+
+
+def plant(engine: str, mutations: list[str]) -> Hooks:
+    """The reference engine's hooks with the planted bugs ``mutations`` (what its factory does)."""
+    return planted_hooks(registry.planted(engine, mutations))
+
 
 #: fp32 logits of two implementations of the same network differ by reduction order only;
 #: observed about 4e-6, the tolerance leaves a factor of 25.
@@ -196,15 +202,15 @@ class TestReferenceEngine:
         with pytest.raises(UsageError, match="replace the same hook 'crop'"):
             plant("reference", ["crop-plus-one", "crop-no-op"])
 
-    def test_every_reference_mutant_replaces_its_seams(self) -> None:
+    def test_every_reference_bug_replaces_its_seams(self) -> None:
         """Each record names seams of Hooks (its bug's, then any it needs alongside), and
         planting it changes exactly those fields."""
-        for m in engine_mutants("reference") + engine_mutants("reference-tree"):
-            assert m.hook in Hooks.names() and m.mechanism and m.source, m.name
-            assert set(m.seams) <= set(Hooks.names()) and next(iter(m.seams)) == m.hook, m.name
-            planted = plant(m.engine, [m.subject])
+        for bug in registry.bugs("reference") + registry.bugs("reference-tree"):
+            assert bug.seam in Hooks.names() and bug.mechanism and bug.source, bug.name
+            assert set(bug.seams) <= set(Hooks.names()) and next(iter(bug.seams)) == bug.seam, bug.name
+            planted = plant(bug.engine, [bug.name])
             changed = [h for h in Hooks.names() if getattr(planted, h) is not getattr(Hooks(), h)]
-            assert changed == [h for h in Hooks.names() if h in m.seams], m.name
+            assert changed == [h for h in Hooks.names() if h in bug.seams], bug.name
         # a bug that needs the verify seam alongside cannot be planted with another verify bug
         with pytest.raises(UsageError, match="replace the same hook 'verify'"):
             plant("reference", ["untruncated-draft", "resample-target"])

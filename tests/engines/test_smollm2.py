@@ -19,7 +19,7 @@ pytestmark = [
 
 
 def test_converted_once_with_real_prompts_and_the_layer_skip_draft() -> None:
-    from verispec.engines.models import SMOLLM2_DRAFT_SKIPS, load_pair
+    from verispec.engines.model_pairs import SMOLLM2_DRAFT_SKIPS, load_pair
 
     pair = load_pair("smollm2")
     assert pair.vocab_size == 49152

@@ -61,7 +61,7 @@ def _list(args: argparse.Namespace, layers: tuple[Layer, ...]) -> RunVerdict:
         print(f"{layer} layer ({len(chosen)})")
         for m in chosen:
             label = m.name.split(":", 1)[1]
-            seams = [m.hook, *(seam for seam, _ in m.alongside)] if m.hook else []
+            seams = [m.hook, *m.alongside] if m.hook else []
             seam = f" [replaces {' and '.join(seams)}]" if seams else ""
             print(f"  {label:<34} {m.mechanism}{seam}")
             print(f"  {'':<34} source: {m.source}; reproduce: {m.reproduce}")

@@ -35,11 +35,12 @@ from verispec.conformance.expected import (
     unmatched,
 )
 from verispec.conformance.proxy import EngineError, EngineOutputError, EngineProxy
+from verispec.engines import registry as engines
 from verispec.errors import UsageError
 from verispec.report.folder import ReportFolder
 from verispec.stats.constants import SUITE_ALPHA
 from verispec.stats.multiplicity import Budget
-from verispec.verdicts import Failure, RunVerdict, Status
+from verispec.verdicts import Evidence, Failure, RunVerdict, Status
 
 __all__ = ["DESIGNS", "ConformanceRun", "conform"]
 
@@ -100,16 +101,14 @@ class ConformanceRun:
         the full sizes see (empty for a full run)."""
         if not self.quick:
             return []
-        from verispec.controls.mutants import quick_blind_spots
-
         ran = [r.name for r in self.results]
         return [
             {
-                "control": m.name,
-                "checks": ", ".join(c for c in m.caught_by if c in ran),
-                "why": str(m.quick_miss),
+                "control": b.control,
+                "checks": ", ".join(c for c in b.caught_by if c in ran),
+                "why": str(b.quick_miss),
             }
-            for m in quick_blind_spots(ran)
+            for b in engines.quick_blind_spots(ran)
         ]
 
     @property
@@ -173,7 +172,9 @@ def _run_check(ctx: Context) -> CheckResult:
             result.reason += f" (left out, the engine cannot take them: {', '.join(ctx.left_out)})"
         return result
     except EngineOutputError as exc:
-        return ctx.result(Status.FAIL, f"bad output: {exc}", failure=Failure.BAD_OUTPUT)
+        return ctx.result(
+            Status.FAIL, f"bad output: {exc}", failure=Failure.BAD_OUTPUT, evidence=Evidence.BAD_OUTPUT
+        )
     except EngineError as exc:
         prefix = "engine misuse" if exc.failure == Failure.MISUSE else "engine error"
         return ctx.result(Status.FAIL, f"{prefix}: {exc}", failure=exc.failure)
@@ -260,7 +261,9 @@ def conform(
             if missing:
                 result = ctx.skipped(f"the engine lacks the capability {', '.join(missing)}")
             elif mismatch and "target-logits" in check.needs:
-                result = ctx.result(Status.FAIL, mismatch, failure=Failure.BAD_OUTPUT)
+                result = ctx.result(
+                    Status.FAIL, mismatch, failure=Failure.BAD_OUTPUT, evidence=Evidence.BAD_OUTPUT
+                )
             else:
                 result = _run_check(ctx)
                 run.tokens += sum(len(c.tokens) for _, c in ctx.seen)

@@ -18,17 +18,19 @@ __all__ = ["html", "markdown"]
 
 #: cell key -> (label, background colour)
 _LEGEND = {
-    "caught": ("caught", "#2e7d32"),
-    "crash": ("caught by crash", "#ef6c00"),
+    "caught": ("caught, through the evidence its record names", "#2e7d32"),
+    "other": ("failed, not through the evidence its record names (no catch)", "#9e9d24"),
+    "broke": ("the engine crashed, hung or refused (an error, no catch)", "#ef6c00"),
     "missed": ("not caught by this check", "#eeeeee"),
     "skip": ("skipped (capability)", "#ffffff"),
     "error": ("check error", "#6a1b9a"),
     "flagged": ("correct subject flagged", "#c62828"),
     "pass": ("correct subject passes", "#a5d6a7"),
 }
+_BROKE = ("crash", "misuse")
 
 
-def _key(cell: dict[str, Any], subject: bool) -> str:
+def _key(cell: dict[str, Any], subject: bool, caught: bool = False) -> str:
     status = cell["status"]
     if status == Status.ERROR:
         return "error"
@@ -36,9 +38,11 @@ def _key(cell: dict[str, Any], subject: bool) -> str:
         return "skip"
     if subject:
         return "flagged" if status == Status.FAIL else "pass"
-    if status == Status.FAIL:
-        return "crash" if cell["crash"] else "caught"
-    return "missed"
+    if status != Status.FAIL:
+        return "missed"
+    if cell.get("failure") in _BROKE:
+        return "broke"
+    return "caught" if caught else "other"
 
 
 def _columns(data: dict[str, Any]) -> list[str]:
@@ -63,13 +67,18 @@ def _samples(control: dict[str, Any]) -> str:
 
 
 def _cell_text(cell: dict[str, Any]) -> str:
+    """A failing cell: what it saw (``statistic p=3e-09``, ``mismatch``) or how the engine broke."""
     if cell["status"] != Status.FAIL:
         return str(cell["status"])
-    if cell["crash"]:
-        return "crash"
-    if cell["pvalue"] is not None:
-        return f"p={cell['pvalue']:.2g}"
-    return "caught"
+    if cell.get("failure") in _BROKE:
+        return str(cell["failure"])
+    seen = cell.get("evidence") or "refuted"
+    return seen + (f" p={cell['pvalue']:.2g}" if cell["pvalue"] is not None else "")
+
+
+def _must(control: dict[str, Any]) -> str:
+    """What each declared check must fail through: ``sampling-law: statistic``."""
+    return "; ".join(f"{check}: {kind}" for check, kind in control.get("evidence", {}).items())
 
 
 def markdown(data: dict[str, Any]) -> str:
@@ -102,7 +111,14 @@ def markdown(data: dict[str, Any]) -> str:
             "",
         ]
     columns = _columns(data)
-    lines += ["## Detection matrix", "", "`*`: a check declared to catch the control.", ""]
+    lines += [
+        "## Detection matrix",
+        "",
+        "A failing cell says what the check saw; `*` marks a check declared to catch the control, "
+        "and an engine control is caught only by such a check failing through the evidence its "
+        "record names (`caught by`).",
+        "",
+    ]
     rows = []
     for c in data["controls"]:
         cells = {
@@ -110,22 +126,25 @@ def markdown(data: dict[str, Any]) -> str:
             for cell in c["cells"]
         }
         rows.append(
-            [f"`{c['name']}`", f"**{c['outcome']}**", _samples(c)] + [cells.get(col, "") for col in columns]
+            [f"`{c['name']}`", f"**{c['outcome']}**", ", ".join(c.get("caught_by", [])), _samples(c)]
+            + [cells.get(col, "") for col in columns]
         )
-    lines += [table(["control", "outcome", "samples", *columns], rows), ""]
+    lines += [table(["control", "outcome", "caught by", "samples", *columns], rows), ""]
     lines += ["## Controls", ""]
     rows = [
         [
             f"`{c['name']}`",
             c["layer"],
             " + ".join(seam for seam in (c.get("hook"), *c.get("alongside", [])) if seam),
+            _must(c),
             c["source"],
             c["mechanism"],
             f"`{c['reproduce']}`",
         ]
         for c in data["controls"]
     ]
-    lines += [table(["control", "layer", "seam replaced", "source", "mechanism", "reproduce"], rows), ""]
+    header = ["control", "layer", "seam replaced", "must fail through", "source", "mechanism", "reproduce"]
+    lines += [table(header, rows), ""]
     lines += ["## Unmutated subjects (false-alarm record)", ""]
     rows = [
         [
@@ -155,7 +174,12 @@ code{font-size:12px}
 
 
 def _heat_row(
-    name: str, cells: list[dict[str, Any]], columns: list[str], subject: bool, declared: Sequence[str] = ()
+    name: str,
+    cells: list[dict[str, Any]],
+    columns: list[str],
+    subject: bool,
+    declared: Sequence[str] = (),
+    caught: Sequence[str] = (),
 ) -> str:
     by_check = {cell["check"]: cell for cell in cells}
     out = [f"<td><code>{_html.escape(name)}</code></td>"]
@@ -164,9 +188,9 @@ def _heat_row(
         if cell is None:
             out.append('<td class="h" style="background:#fafafa"></td>')
             continue
-        key = _key(cell, subject)
+        key = _key(cell, subject, col in caught)
         decl = " decl" if col in declared else ""
-        tip = _html.escape(f"{col}: {cell['status']}; {cell['evidence']}", quote=True)
+        tip = _html.escape(f"{col}: {cell['status']}; {cell['detail']}", quote=True)
         label = _html.escape(_cell_text(cell) if not subject else cell["status"])
         out.append(
             f'<td class="h {key}{decl}" style="background:{_LEGEND[key][1]}" title="{tip}">{label}</td>'
@@ -192,7 +216,7 @@ def html(data: dict[str, Any]) -> str:
         outcome = c["outcome"]
         cls = _BAD if outcome in (Outcome.ESCAPED, Outcome.ERROR) else ""
         rows.append(
-            f"<tr>{_heat_row(c['name'], c['cells'], columns, False, c['expected'])}"
+            f"<tr>{_heat_row(c['name'], c['cells'], columns, False, c['expected'], c.get('caught_by', []))}"
             f"<td{cls}>{_html.escape(outcome)}</td><td>{_samples(c)}</td></tr>"
         )
     subject_rows = [
@@ -203,7 +227,7 @@ def html(data: dict[str, Any]) -> str:
     details = "".join(
         "<tr>"
         f"<td><code>{_html.escape(c['name'])}</code></td><td>{c['layer']}</td>"
-        f"<td>{_html.escape(c.get('hook') or '')}</td>"
+        f"<td>{_html.escape(c.get('hook') or '')}</td><td>{_html.escape(_must(c))}</td>"
         f"<td>{_html.escape(c['source'])}</td><td>{_html.escape(c['mechanism'])}</td>"
         f"<td><code>{_html.escape(c['reproduce'])}</code></td></tr>"
         for c in data["controls"]
@@ -245,7 +269,7 @@ that caught it); the exact and SMT layers catch with one counterexample.</p>
 {"".join(subject_rows)}
 </table>
 <h2>Controls: sources and reproduction</h2>
-<table><tr><th>control</th><th>layer</th><th>seam replaced</th><th>source</th><th>mechanism</th>
-<th>reproduce</th></tr>{details}</table>
+<table><tr><th>control</th><th>layer</th><th>seam replaced</th><th>must fail through</th><th>source</th>
+<th>mechanism</th><th>reproduce</th></tr>{details}</table>
 </body></html>
 """

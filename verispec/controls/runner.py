@@ -6,9 +6,12 @@
 * engine controls run the conformance suite on a mutated reference engine, at the suite's
   false-alarm rate; the unmutated ``reference`` and ``reference-tree`` are the subjects.
 
-A check that fails on a mutant catches it; a failure that is the engine crashing is recorded
-as *caught by crash*, never as a statistical detection; a check that errors is an error,
-never a pass or a detection. Results are written as each one arrives.
+An engine control is caught only when a check its record names fails through the evidence the
+record names for it (the statistic, the impossible token, the mismatch, the count, the bad id):
+the cell keeps that evidence. The engine crashing, hanging or refusing a request, and a check
+that errors, make the control an error, never a catch; a declared check failing through other
+evidence is no catch either. A verifier or index control is caught by its counterexample.
+Results are written as each one arrives.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,21 +31,29 @@ from verispec.errors import UsageError
 from verispec.report.folder import ReportFolder
 from verispec.stats.constants import SUITE_ALPHA
 from verispec.stats.multiplicity import Budget
-from verispec.verdicts import Outcome, RunVerdict, Status, SubjectOutcome, VerdictKind
+from verispec.verdicts import Evidence, Failure, Outcome, RunVerdict, Status, SubjectOutcome, VerdictKind
 
 __all__ = ["Cell", "ControlResult", "ControlsRun", "SubjectResult", "run_controls"]
 
 
 @dataclass
 class Cell:
-    """One subject under one check: the check's own status and evidence."""
+    """One subject under one check: the check's own status and what it saw."""
 
     check: str
     status: Status  # FAIL: the check flags it; PASS, SKIP or ERROR
     pvalue: float | None = None
     samples: int | None = None  # generate calls (engine) or instances (verifier)
-    evidence: str = ""
-    crash: bool = False
+    detail: str = ""  # the check's reason, or the counterexample
+    #: why an engine check failed: a detection, bad output, or the engine breaking
+    failure: Failure | None = None
+    #: what an engine check that failed through the engine's output saw
+    evidence: Evidence | None = None
+
+    @property
+    def engine_broke(self) -> bool:
+        """The check failed because the engine crashed, hung or refused a valid request."""
+        return self.status == Status.FAIL and self.failure in (Failure.CRASH, Failure.MISUSE)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -50,9 +61,20 @@ class Cell:
             "status": self.status,
             "pvalue": self.pvalue,
             "samples": self.samples,
+            "failure": self.failure,
             "evidence": self.evidence,
-            "crash": self.crash,
+            "detail": self.detail,
         }
+
+
+def catches(control: Mutant, cell: Cell) -> bool:
+    """Whether ``cell`` catches ``control``: a refutation (verifier and index layers), or a
+    check the record names failing through the evidence it names (engine layer)."""
+    if cell.status != Status.FAIL:
+        return False
+    if control.layer != "engine":
+        return True
+    return cell.check in control.caught_by and cell.evidence == control.evidence_for(cell.check)
 
 
 @dataclass
@@ -64,24 +86,25 @@ class ControlResult:
     not_run: str | None = None  # why the control was left out of this run
     reproduce: str | None = None  # the command that repeats the catching run, where it differs
 
+    def catches(self, cell: Cell) -> bool:
+        return catches(self.control, cell)
+
     @property
     def outcome(self) -> Outcome:
-        """Caught, caught by a crash, an error (a check errored and none caught it),
-        escaped, or not run (left out of a smoke run, with the reason)."""
+        """Caught (see :meth:`catches`), an error (the engine broke or a check errored, and
+        nothing caught it), escaped, or not run (left out of a smoke run, with the reason)."""
         if self.not_run:
             return Outcome.NOT_RUN
-        if any(c.status == Status.FAIL and not c.crash for c in self.cells):
+        if any(self.catches(c) for c in self.cells):
             return Outcome.CAUGHT
-        if any(c.status == Status.FAIL for c in self.cells):
-            return Outcome.CAUGHT_BY_CRASH
-        if any(c.status == Status.ERROR for c in self.cells):
+        if any(c.engine_broke or c.status == Status.ERROR for c in self.cells):
             return Outcome.ERROR
         return Outcome.ESCAPED
 
     @property
     def samples_to_detection(self) -> int | None:
         """The fewest samples a catching check used (generate calls for engine controls)."""
-        used = [c.samples for c in self.cells if c.status == Status.FAIL and not c.crash and c.samples]
+        used = [c.samples for c in self.cells if self.catches(c) and c.samples]
         return min(used) if used else None
 
     def to_json(self) -> dict[str, Any]:
@@ -89,6 +112,7 @@ class ControlResult:
             **self.control.to_json(),
             **({"reproduce": self.reproduce} if self.reproduce else {}),
             "outcome": self.outcome,
+            "caught_by": [c.check for c in self.cells if self.catches(c)],
             "samples_to_detection": self.samples_to_detection,
             "seconds": round(self.seconds, 2),
             "not_run": self.not_run,
@@ -169,7 +193,7 @@ class ControlsRun:
         for r in self.controls:
             outcomes[r.outcome] = outcomes.get(r.outcome, 0) + 1
         return {
-            "schema": "verispec.controls/1",
+            "schema": "verispec.controls/2",
             "status": status,
             "verdict": self.verdict,
             "quick": self.quick,
@@ -197,27 +221,20 @@ _CELL_STATUS = {VerdictKind.REFUTED: Status.FAIL, VerdictKind.PROVED: Status.PAS
 
 def _prove_cell(result: Any) -> Cell:
     status = _CELL_STATUS.get(result.verdict, Status.ERROR)
-    evidence = result.counterexample_text or result.reason or result.scope or ""
+    detail = result.counterexample_text or result.reason or result.scope or ""
     # a refutation is one exact counterexample, not a sample count
-    return Cell("exact-checker", status, evidence=str(evidence)[:400])
+    return Cell("exact-checker", status, detail=str(detail)[:400])
 
 
 def _smt_cell(result: Any) -> Cell:
     status = _CELL_STATUS.get(result.result.verdict.kind, Status.ERROR)
     cx = result.result.counterexample
-    return Cell("smt", status, evidence=json.dumps(cx, sort_keys=True)[:400] if cx else "")
+    return Cell("smt", status, detail=json.dumps(cx, sort_keys=True)[:400] if cx else "")
 
 
 def _conformance_cells(run: Any) -> list[Cell]:
     return [
-        Cell(
-            r.name,
-            r.status,
-            r.pvalue,
-            r.generate_calls,
-            r.reason[:400],
-            crash=r.status == Status.FAIL and r.failure is not None and r.failure.is_engine_breaking,
-        )
+        Cell(r.name, r.status, r.pvalue, r.generate_calls, r.reason[:400], r.failure, r.evidence)
         for r in run.results
     ]
 
@@ -225,7 +242,7 @@ def _conformance_cells(run: Any) -> list[Cell]:
 def _broken(exc: Exception) -> Cell:
     """The cell of an engine run that could not be carried out (the engine would not start,
     the harness failed): an error, with the reason."""
-    return Cell("conformance-run", Status.ERROR, evidence=f"{type(exc).__name__}: {exc}"[:400])
+    return Cell("conformance-run", Status.ERROR, detail=f"{type(exc).__name__}: {exc}"[:400])
 
 
 def _merge(cells: list[Cell], order: list[str]) -> list[Cell]:
@@ -239,12 +256,10 @@ def _merge(cells: list[Cell], order: list[str]) -> list[Cell]:
             continue
         total = (before.samples or 0) + (cell.samples or 0)
         if before.status == Status.FAIL:
-            merged[cell.check] = Cell(
-                before.check, Status.FAIL, before.pvalue, total, before.evidence, before.crash
-            )
+            merged[cell.check] = replace(before, samples=total)
         else:
-            evidence = f"at full size, after {before.samples} quick-size samples: {cell.evidence}"
-            merged[cell.check] = Cell(cell.check, cell.status, cell.pvalue, total, evidence[:400], cell.crash)
+            detail = f"at full size, after {before.samples} quick-size samples: {cell.detail}"
+            merged[cell.check] = replace(cell, samples=total, detail=detail[:400])
     return sorted(merged.values(), key=lambda c: order.index(c.check))
 
 
@@ -256,7 +271,7 @@ def _installed(controls: list[Mutant]) -> tuple[list[Mutant], list[str]]:
 
     kept, left_out = [], []
     for m in controls:
-        if m.layer == "engine" and m.engine:
+        if m.layer == "engine" and m.engine and ":" not in m.engine:  # a built-in engine
             try:
                 registry.get(m.engine).require()
             except MissingDependency as exc:
@@ -276,6 +291,7 @@ def run_controls(
     full_matrix: bool | None = None,
     statistical: bool = True,
     out: str | os.PathLike[str] | None = None,
+    mutants: Sequence[Mutant] | None = None,
     prove_results: Sequence[Any] | None = None,
     smt_results: Sequence[Any] | None = None,
     on_control: Callable[[ControlResult], None] | None = None,
@@ -292,15 +308,17 @@ def run_controls(
     same checks at the same sizes (full sizes only for the checks some mutant needed there).
     ``statistical=False`` (a smoke run) leaves out the engine controls whose declared checks
     are all statistical, and says so. ``engine`` keeps the engine controls of one built-in
-    engine. ``prove_results`` and ``smt_results`` reuse results already computed
-    (the main job has them).
+    engine. ``mutants`` runs these records instead of the catalog's (an engine of your own
+    can name its factory, ``module:factory``, as a record's engine). ``prove_results`` and
+    ``smt_results`` reuse results already computed (the main job has them).
     """
 
     alpha = Budget(alpha).total  # validated in one place
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise UsageError(f"jobs={jobs!r} must be a positive integer")
     full = (not quick) if full_matrix is None else full_matrix
-    controls = for_engine(catalog(tuple(layers)), engine)
+    chosen = catalog(tuple(layers)) if mutants is None else [m for m in mutants if m.layer in layers]
+    controls = for_engine(chosen, engine)
     run = ControlsRun(quick, alpha, tuple(layers), full)
     controls, run.left_out = _installed(controls)
     writer = _Writer(Path(out)) if out else None
@@ -379,7 +397,10 @@ def _run_engine_controls(
         return [n for n in check_order if n in wanted]
 
     def conformance(
-        subject: str, options: dict[str, Any] | None, main: list[str], escalate: Callable[[bool], list[str]]
+        subject: str,
+        options: dict[str, Any] | None,
+        main: list[str],
+        escalate: Callable[[list[Cell]], list[str]],
     ) -> list[Cell]:
         # the declared checks at quick sizes first, with the sequential first-token design
         # (it stops at the first evidence, so its calls are the samples to detection); then
@@ -387,8 +408,7 @@ def _run_engine_controls(
         # at quick sizes
         common = dict(alpha=alpha, options=options, threads=threads)
         runs = [conform(subject, quick=True, checks=main, design="sequential", **common)] if main else []  # type: ignore[arg-type]
-        caught = any(r.status == Status.FAIL for run in runs for r in run.results)
-        bigger = escalate(caught)
+        bigger = escalate([cell for r in runs for cell in _conformance_cells(r)])
         if bigger:
             runs.append(conform(subject, quick=False, checks=bigger, design="sequential", **common))  # type: ignore[arg-type]
         rest = [n for n in check_order if n not in main]
@@ -403,7 +423,8 @@ def _run_engine_controls(
 
         at_full: list[str] = []  # the checks run again at full sizes (the quick run missed it)
 
-        def escalate(caught: bool) -> list[str]:
+        def escalate(quick_cells: list[Cell]) -> list[str]:
+            caught = any(catches(control, cell) for cell in quick_cells)
             at_full.extend([] if caught else [n for n in main if n in statistical_checks])
             escalated.setdefault(subject, set()).update(at_full)
             return at_full
@@ -427,7 +448,9 @@ def _run_engine_controls(
         # the engine its mutants were planted in: with the same fixes of its own bugs
         fixes = sorted({f for c in mine for f in c.fixes})
         try:
-            cells = conformance(subject, {"fixes": fixes} if fixes else None, main, lambda caught: needed)
+            cells = conformance(
+                subject, {"fixes": fixes} if fixes else None, main, lambda quick_cells: needed
+            )
         except Exception as exc:
             cells = [_broken(exc)]
         return SubjectResult(subject, "engine", cells, time.perf_counter() - t0, tuple(fixes))

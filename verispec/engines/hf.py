@@ -6,8 +6,11 @@ seed seeds torch's global generator before each call (``generate`` samples from 
 is why audits run engines in their own process.
 
 ``make_hf_assisted(mutations=[...])`` plants a known bug by patching transformers' own code
-(the ``hf-assisted`` records of :mod:`verispec.controls.mutants`), for the negative controls.
-The patch lives only in the engine's process.
+(the planted bugs at the end of this module), for the negative controls. The patch lives only
+in the engine's process.
+
+Built through the registry, an engine declares :data:`HF_CAPABILITIES`; one built by hand in a
+factory of your own declares what it offers by setting ``engine.capabilities``.
 """
 
 from __future__ import annotations
@@ -15,8 +18,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from verispec.engines import registry
+from verispec.engines.bugs import planted_bug
+from verispec.engines.model_pairs import load_pair
 from verispec.engines.protocol import Completion, Request
 from verispec.engines.registry import builtin_engine
+from verispec.engines.torchlm import along
+from verispec.verdicts import Evidence
 
 __all__ = ["HFAssistedEngine", "HFLookupEngine", "make_hf_assisted", "make_hf_lookup"]
 
@@ -47,8 +55,6 @@ class _Clock:
 
 
 class _HFEngine:
-    capabilities = frozenset(HF_CAPABILITIES)
-
     def __init__(self, target: Any, *, gamma: int = 3, name: str) -> None:
         import torch
 
@@ -56,6 +62,8 @@ class _HFEngine:
         self.target = target
         self.gamma = gamma
         self.name = name
+        #: set by the registry that builds it (declared on ``@builtin_engine``)
+        self.capabilities: frozenset[str] = frozenset()
         self.vocab_size = int(target.config.vocab_size)
         self.device = str(target.device)
         #: real text prompts (token ids) of a trained model; none for seeded ones
@@ -76,8 +84,6 @@ class _HFEngine:
             )
 
     def target_logits_along(self, prompt: Any, tokens: Any) -> Any:
-        from verispec.engines.reference import along
-
         return along(self.target, prompt, tokens)
 
     def _kwargs(self, request: Request) -> dict[str, Any]:
@@ -165,10 +171,8 @@ def make_hf_assisted(
 ) -> HFAssistedEngine:
     """transformers' assisted generation, with the planted bugs ``mutations`` patched into
     transformers in this process."""
-    from verispec.controls.mutants import plant
-    from verispec.engines.models import load_pair
-
-    plant("hf-assisted", mutations)
+    for bug in registry.planted("hf-assisted", mutations):
+        bug.replacement()
     pair = load_pair(size, seed=seed, device=device, target=target, draft=draft)
     engine = HFAssistedEngine(pair.target, pair.draft, gamma=gamma)
     engine.prompts = list(pair.prompts)
@@ -192,10 +196,66 @@ def make_hf_lookup(
     device: str = "cpu",
     target: str | None = None,
 ) -> HFLookupEngine:
-    from verispec.engines.models import load_pair
-
     pair = load_pair(size, seed=seed, device=device, target=target, draft=target)
     engine = HFLookupEngine(pair.target, gamma=gamma)
     engine.prompts = list(pair.prompts)
     engine.prompt_kinds = list(pair.prompt_kinds)
     return engine
+
+
+# ------------------------------------------------------------------------------ planted bugs
+# Patches of transformers' own assisted generation, applied in the engine's process only.
+
+
+def _softmax_residual_sampling(
+    candidate_input_ids: Any, candidate_logits: Any, candidate_length: int, new_logits: Any, **_: Any
+) -> tuple[Any, Any]:
+    """transformers' ``_speculative_sampling`` for one row, with the residual passed through
+    softmax instead of divided by its sum."""
+    import torch  # deferred: heavy
+
+    drafted = candidate_input_ids[:, -candidate_length:]
+    q = candidate_logits.softmax(dim=-1)
+    p = new_logits.softmax(dim=-1)
+    rows = torch.arange(candidate_length)
+    ratio = p[0, rows, drafted[0]] / q[0, rows, drafted[0]]
+    accepted = torch.rand_like(ratio) <= ratio
+    n = int(((~accepted).cumsum(dim=-1) < 1).sum())
+    full = n == candidate_logits.shape[1]
+    law = p[:, n] if full else torch.clamp(p[:, n] - q[:, n], min=0).softmax(dim=-1)  # the bug
+    token = torch.multinomial(law, num_samples=1)
+    return torch.cat((drafted[:, :n], token), dim=-1), torch.tensor(n)
+
+
+@planted_bug(
+    "softmax-residual",
+    engine="hf-assisted",
+    seam="transformers.generation.utils._speculative_sampling",
+    mechanism="transformers' verification step with softmax(clamp(p - q, 0)) as the residual",
+    source="huggingface/transformers PR #28508",
+    caught_by={"sampling-law": Evidence.STATISTIC, "first-token-law": Evidence.STATISTIC},
+)
+def _patch_softmax_residual() -> None:
+    import transformers.generation.utils as generation  # deferred: heavy
+
+    generation._speculative_sampling = _softmax_residual_sampling  # type: ignore[assignment]
+
+
+@planted_bug(
+    "greedy-draft-softmax-q",
+    engine="hf-assisted",
+    seam="transformers.generation.candidate_generator.AssistedCandidateGenerator.__init__",
+    mechanism="the assistant drafts by argmax while verification uses the softmax of its logits as q",
+    source="huggingface/transformers #32867 -> PR #33534",
+    caught_by={"sampling-law": Evidence.STATISTIC},
+)
+def _patch_greedy_assistant() -> None:
+    from transformers.generation.candidate_generator import AssistedCandidateGenerator  # deferred: heavy
+
+    original = AssistedCandidateGenerator.__init__
+
+    def drafts_greedily(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self.generation_config.do_sample = False  # the bug: q stays the softmax of the logits
+
+    AssistedCandidateGenerator.__init__ = drafts_greedily  # type: ignore[method-assign]

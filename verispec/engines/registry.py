@@ -1,28 +1,45 @@
-"""The built-in engines, each registered where its factory is written.
+"""The built-in engines and their planted bugs, each registered where it is written.
 
 An adapter module declares its engines with :func:`builtin_engine` on the factory::
 
     @builtin_engine("hf-lookup", summary="...", extra="transformers", capabilities=(...))
     def make_hf_lookup(*, size="ci", seed=0, gamma=3, device="cpu"): ...
 
-and adds its module to :data:`MODULES`. The CLI's help, the docs' engine table, the test
-parameters and ``--engine NAME`` all read this registry. ``options`` are fixed keyword
-arguments the factory gets for that name (``reference-tree`` is ``make_reference`` with a
-tree shape). Listing the registry imports the adapter modules, which import torch and
-transformers only when a factory runs.
+its planted bugs with :func:`verispec.engines.bugs.planted_bug` beside the seam each one
+replaces, and adds its module to :data:`MODULES`. The CLI's help, the docs' engine table, the
+test parameters, ``--engine NAME`` and the controls catalog all read this registry.
+``options`` are fixed keyword arguments the factory gets for that name (``reference-tree`` is
+``make_reference`` with a tree shape). The capabilities are declared once, here: the
+registry hands them to the engine it builds. Listing the registry imports the adapter
+modules, which import torch and transformers only when a factory runs.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.metadata
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from verispec.engines.bugs import PlantedBug, registered
+from verispec.engines.protocol import CAPABILITIES
 from verispec.errors import MissingDependency, UsageError, unknown_name
 
-__all__ = ["MODULES", "BuiltinEngine", "builtin_engine", "engines", "get", "names"]
+__all__ = [
+    "MODULES",
+    "BuiltinEngine",
+    "bugs",
+    "builtin_engine",
+    "engines",
+    "get",
+    "installed",
+    "names",
+    "planted",
+    "quick_blind_spots",
+]
 
 #: The adapter modules that register built-in engines, in the order they are listed.
 MODULES = ("verispec.engines.reference", "verispec.engines.hf", "verispec.engines.vllm_engines")
@@ -58,9 +75,11 @@ class BuiltinEngine:
     mutants_of: str | None = None
 
     def make(self, **kwargs: Any) -> Any:
-        """Build the engine (checking its extra first)."""
+        """Build the engine (checking its extra first), with the capabilities declared here."""
         self.require()
-        return self.factory(**{**self.options, **kwargs})
+        engine = self.factory(**{**self.options, **kwargs})
+        engine.capabilities = self.capabilities
+        return engine
 
     @property
     def install(self) -> str:
@@ -72,15 +91,25 @@ class BuiltinEngine:
     def require(self) -> None:
         """Raise :class:`MissingDependency` (exit code 4) when the extra is not installed."""
         for module in EXTRA_MODULES.get(self.extra or "", ()):
-            if importlib.util.find_spec(module) is None:
+            if not installed(module):
                 raise MissingDependency(module, self.extra or module, self.install)
 
     @property
     def mutants(self) -> list[str]:
-        """The planted bugs of the controls catalog this engine takes (``--mutation``)."""
-        from verispec.controls.mutants import engine_mutants
+        """The planted bugs this engine takes (``--mutation``)."""
+        return [b.name for b in bugs() if b.engine in {self.name, self.mutants_of}]
 
-        return [m.subject for m in engine_mutants() if m.engine in {self.name, self.mutants_of}]
+
+@functools.cache
+def _distributions() -> dict[str, list[str]]:
+    return dict(importlib.metadata.packages_distributions())
+
+
+def installed(module: str) -> bool:
+    """Whether the top-level ``module`` is installed: some installed distribution provides it.
+    A bare folder of that name on the path (a source checkout never built, a folder of scripts)
+    does not count, though ``importlib.util.find_spec`` would find it."""
+    return bool(_distributions().get(module)) and importlib.util.find_spec(module) is not None
 
 
 _ENGINES: dict[str, BuiltinEngine] = {}
@@ -96,8 +125,6 @@ def builtin_engine(
     **options: Any,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated factory as the built-in engine ``name`` (stackable)."""
-    from verispec.engines.protocol import CAPABILITIES
-
     unknown = sorted(set(capabilities) - set(CAPABILITIES))
     if unknown:
         raise UsageError(f"capabilities of {name!r} hold {unknown}, not among {', '.join(CAPABILITIES)}")
@@ -135,3 +162,33 @@ def get(name: str) -> BuiltinEngine:
         return _ENGINES[name]
     except KeyError:
         raise unknown_name("engine", name, _ENGINES) from None
+
+
+def bugs(engine: str | None = None) -> list[PlantedBug]:
+    """Every built-in engine's planted bugs (in the order the adapters declare them), or those
+    of one engine."""
+    _load()
+    return [b for b in registered() if engine is None or b.engine == engine]
+
+
+def planted(engine: str, mutations: Sequence[str]) -> list[PlantedBug]:
+    """The records of the bugs ``mutations`` of ``engine``, for its factory to plant; a bug of
+    another engine, or an unknown one, is a usage error naming it."""
+    mine = {b.name: b for b in bugs(engine)}
+    chosen = []
+    for name in mutations:
+        if name not in mine:
+            elsewhere = sorted({b.engine for b in bugs() if b.name == name})
+            if elsewhere:
+                raise UsageError(
+                    f"mutation={name!r} applies to the {' and '.join(elsewhere)} engine only, not {engine!r}"
+                )
+            raise unknown_name("mutation", name, mine)
+        chosen.append(mine[name])
+    return chosen
+
+
+def quick_blind_spots(checks: Sequence[str]) -> list[PlantedBug]:
+    """The planted bugs that ``checks`` must catch and whose records say the quick sizes cannot
+    see them: what a quick run of those checks is blind to."""
+    return [b for b in bugs() if b.quick_miss and set(b.caught_by) & set(checks)]

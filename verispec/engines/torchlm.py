@@ -10,11 +10,23 @@ The cache is contiguous, or paged through a block table (``page_size``).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from verispec.smt import index as ix
 
-__all__ = ["BatchKV", "KVCache", "TorchLM"]
+__all__ = ["BatchKV", "KVCache", "TorchLM", "along"]
+
+
+def along(model: Any, prompt: Sequence[int], tokens: Sequence[int]) -> Any:
+    """The logits of a ``transformers`` causal LM ``model`` predicting each of ``tokens`` after
+    ``prompt`` and the tokens before it (one plain forward pass)."""
+    import torch  # deferred: heavy
+
+    ids = torch.tensor([[*prompt, *tokens]], device=model.device)
+    with torch.no_grad():
+        logits = model(ids).logits[0].float().cpu()
+    return logits[len(prompt) - 1 : len(prompt) - 1 + len(tokens)]
 
 
 class KVCache:

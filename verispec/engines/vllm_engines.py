@@ -2,7 +2,7 @@
 
 Each engine starts one ``vllm.LLM`` in the engine worker's process (the engine core runs in
 that process: ``VLLM_ENABLE_V1_MULTIPROCESSING=0``), on float32 checkpoints of the model pair
-(:func:`verispec.engines.models.checkpoint_dirs`), with ``skip_tokenizer_init=True`` and
+(:func:`verispec.engines.model_pairs.checkpoint_dirs`), with ``skip_tokenizer_init=True`` and
 prompt token ids. The rejection sampler under test is vLLM's own: on CPU its Triton kernels are
 replaced by vLLM's CPU implementations (``vllm/platforms/cpu.py``).
 
@@ -42,13 +42,18 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from verispec.engines import registry
+from verispec.engines.bugs import AUDIT_ARTICLE, planted_bug
+from verispec.engines.model_pairs import checkpoint_dirs, load_pair
 from verispec.engines.protocol import Completion, Request, RoundStat
 from verispec.engines.registry import builtin_engine
+from verispec.engines.torchlm import along
 from verispec.errors import UsageError
+from verispec.verdicts import Evidence
 
 __all__ = ["LOGPROB_TOLERANCE", "UNSUPPORTED", "VLLMEngine", "make_vllm"]
 
@@ -131,7 +136,6 @@ class VLLMEngine:
         gamma: int = 3,
         seed: int = 0,
         speculative: dict[str, Any] | None = None,
-        capabilities: Sequence[str] | frozenset[str] = _COMMON,
     ) -> None:
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
@@ -148,7 +152,8 @@ class VLLMEngine:
         self.pair = pair
         self.target = pair.target
         self.vocab_size = pair.vocab_size
-        self.capabilities = frozenset(capabilities)
+        #: set by the registry that builds it (declared on ``@builtin_engine``)
+        self.capabilities: frozenset[str] = frozenset()
         self.unsupported = dict(UNSUPPORTED)
         self.prompts = list(pair.prompts)
         self.prompt_kinds = list(pair.prompt_kinds)
@@ -189,13 +194,9 @@ class VLLMEngine:
 
     # ----------------------------------------------------------------- baseline
     def target_logits_along(self, prompt: Any, tokens: Any) -> Any:
-        from verispec.engines.reference import along
-
         return along(self.target, prompt, tokens)
 
     def draft_logits_along(self, prompt: Any, tokens: Any) -> Any:
-        from verispec.engines.reference import along
-
         return along(self.pair.draft, prompt, tokens)
 
     def _compare_baseline(self) -> float:
@@ -444,6 +445,143 @@ def fix_cpu_expand() -> None:
 FIXES = {"cpu-expand": fix_cpu_expand}
 
 
+# ------------------------------------------------------------------------------ planted bugs
+# Each bug is a patch of vLLM's rejection sampler (the speculative path's verification),
+# applied in the engine's process only; every method shares the ``vllm-draft`` records.
+
+_SAMPLER = "vllm.v1.sample.rejection_sampler"
+
+
+def _patch(attribute: str) -> Callable[[Callable[[Any], Any]], Callable[[], None]]:
+    """Turn ``replacement(original) -> new value`` into a patch of ``<_SAMPLER>.<attribute>``."""
+
+    def decorate(replacement: Callable[[Any], Any]) -> Callable[[], None]:
+        def patch() -> None:
+            import vllm.v1.sample.rejection_sampler as rs  # deferred: optional
+
+            owner: Any = rs
+            path = attribute.split(".")
+            for part in path[:-1]:
+                owner = getattr(owner, part)
+            setattr(owner, path[-1], replacement(getattr(owner, path[-1])))
+
+        patch.__qualname__ = f"patch_{replacement.__name__.lstrip('_')}"
+        return patch
+
+    return decorate
+
+
+@planted_bug(
+    "resample-target",
+    engine="vllm-draft",
+    seam=f"{_SAMPLER}.sample_recovered_tokens",
+    # not first-token-law: vLLM samples a request's first token on its prefill step, with the
+    # plain sampler, before any draft exists
+    mechanism="vLLM's recovered token drawn from the target's law p instead of the residual",
+    source=AUDIT_ARTICLE,
+    caught_by={"sampling-law": Evidence.STATISTIC},
+    fixes=("cpu-expand",),
+)
+@_patch("sample_recovered_tokens")
+def _recovered_from_target(original: Any) -> Any:
+    def recovered(
+        max_spec_len: int,
+        num_draft_tokens: list[int],
+        cu_num_draft_tokens: Any,
+        draft_token_ids: Any,
+        draft_probs: Any,
+        target_probs: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        import torch  # deferred: heavy
+
+        # the bug: a fresh sample of the target's law, the rejected draft included
+        return torch.multinomial(target_probs, 1).view(-1).to(draft_token_ids.dtype)
+
+    return recovered
+
+
+@planted_bug(
+    "target-default-params",
+    engine="vllm-draft",
+    seam=f"{_SAMPLER}.apply_sampling_constraints",
+    mechanism="vLLM's draft rows verified against the target without temperature, top-k or top-p "
+    "(the bonus row keeps them)",
+    source="vllm-project/vllm #9834 -> PR #10198",
+    caught_by={"sampling-law": Evidence.STATISTIC},
+    fixes=("cpu-expand",),
+)
+@_patch("apply_sampling_constraints")
+def _no_constraints(original: Any) -> Any:
+    return lambda logits, cu_num_draft_tokens, sampling_metadata: logits
+
+
+@planted_bug(
+    "always-accept",
+    engine="vllm-draft",
+    seam=f"{_SAMPLER}.generate_uniform_probs",
+    mechanism="vLLM's acceptance uniforms fixed at 0: every draft accepted (the point-mass test "
+    "p(x) >= u always passes)",
+    source="vllm-project/vllm-ascend #13730",
+    # sampling-law catches it too (docs/audits/vllm.md); the record tests the point-mass
+    # accounting, and each listed check costs CI a vLLM start
+    caught_by={"acceptance-accounting": Evidence.STATISTIC},
+    fixes=("cpu-expand",),
+)
+@_patch("generate_uniform_probs")
+def _zero_uniforms(original: Any) -> Any:
+    def uniforms(*args: Any, **kwargs: Any) -> Any:
+        # the bug: the acceptance uniforms all 0, so every draft passes its test
+        return original(*args, **kwargs).zero_()
+
+    return uniforms
+
+
+@planted_bug(
+    "draft-probs-none",
+    engine="vllm-draft-probs",
+    seam=f"{_SAMPLER}.rejection_sample",
+    mechanism="vLLM's sampled drafts verified as point masses (draft_probs=None reaches the "
+    "rejection sampler)",
+    source="vllm-project/vllm #40149 -> PR #40269",
+    caught_by={"acceptance-accounting": Evidence.STATISTIC},
+    fixes=("cpu-expand",),
+)
+@_patch("rejection_sample")
+def _draft_probs_dropped(original: Any) -> Any:
+    def rejection_sample(
+        draft_token_ids: Any,
+        num_draft_tokens: list[int],
+        max_spec_len: int,
+        cu_num_draft_tokens: Any,
+        draft_probs: Any,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        # the bug: the draft's probabilities lost on the way, so each sampled draft is
+        # verified as a point mass
+        return original(
+            draft_token_ids, num_draft_tokens, max_spec_len, cu_num_draft_tokens, None, *args, **kwargs
+        )
+
+    return rejection_sample
+
+
+@planted_bug(
+    "penalty-ignored",
+    engine="vllm-draft",
+    seam=f"{_SAMPLER}.RejectionSampler.apply_penalties",
+    mechanism="vLLM's draft rows verified without the frequency penalty (the bonus row keeps it)",
+    source="vllm-project/vllm #18902",
+    caught_by={"penalties": Evidence.MISMATCH},
+    fixes=("cpu-expand",),
+)
+@_patch("RejectionSampler.apply_penalties")
+def _no_penalties(original: Any) -> Any:
+    return staticmethod(lambda logits, *args, **kwargs: logits)
+
+
 @builtin_engine(
     "vllm-scripted",
     summary="vLLM (CPU build) with verispec's custom proposer: the first rejection at a scripted position",
@@ -500,15 +638,12 @@ def make_vllm(
 ) -> VLLMEngine:
     """A vLLM speculative method on the pair ``size`` (or the checkpoints ``target``/``draft``),
     with the planted bugs ``mutations`` patched into vLLM in this process."""
-    from verispec.controls.mutants import engine_mutants, plant
-    from verispec.engines import registry
-    from verispec.engines.models import checkpoint_dirs, load_pair
-
     # every method shares vLLM's rejection sampler (the vllm-draft records); a method's own
     # records, and any name unknown to it, go to the method (which refuses it by name)
-    shared = {m.subject for m in engine_mutants("vllm-draft")}
-    plant(variant, [m for m in mutations if m not in shared])
-    plant("vllm-draft", [m for m in mutations if m in shared])
+    shared = {b.name for b in registry.bugs("vllm-draft")}
+    chosen = registry.planted(variant, [m for m in mutations if m not in shared])
+    for bug in chosen + registry.planted("vllm-draft", [m for m in mutations if m in shared]):
+        bug.replacement()
     for fix in fixes:
         if fix not in FIXES:
             raise UsageError(f"fix={fix!r} is not one of {', '.join(FIXES)}")
@@ -516,7 +651,6 @@ def make_vllm(
     target_dir, draft_dir = checkpoint_dirs(size, seed=seed, target=target, draft=draft)
     pair = load_pair(size, seed=seed, target=target, draft=draft)
     cls = VLLMScriptedEngine if variant == "vllm-scripted" else VLLMEngine
-    capabilities = registry.get(variant).capabilities
     engine = cls(
         variant,
         METHODS[variant],
@@ -526,7 +660,6 @@ def make_vllm(
         gamma=gamma,
         seed=seed,
         speculative=speculative,
-        capabilities=capabilities,
     )
     if mutations:
         engine.name += f"[{','.join(sorted(mutations))}]"

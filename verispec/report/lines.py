@@ -42,11 +42,14 @@ def check_line(result: Any) -> str:
 def control_line(result: Any) -> str:
     """One negative control: outcome, samples to detection, the checks that caught it."""
     outcome = result.outcome
-    caught = outcome in (Outcome.CAUGHT, Outcome.CAUGHT_BY_CRASH)
-    mark = "ok " if caught else "-- " if outcome == Outcome.NOT_RUN else "BAD"
-    by = "by " + (", ".join(c.check for c in result.cells if c.status == Status.FAIL) or "no check")
-    if outcome == Outcome.ERROR:
-        by = "; ".join(f"{c.check}: {c.evidence}" for c in result.cells if c.status == Status.ERROR)
+    mark = "ok " if outcome == Outcome.CAUGHT else "-- " if outcome == Outcome.NOT_RUN else "BAD"
+    caught = [f"{c.check} ({c.evidence or 'refuted'})" for c in result.cells if result.catches(c)]
+    failed = [
+        f"{c.check} ({c.failure or c.status}: {c.detail[:120]})"
+        for c in result.cells
+        if c.status in (Status.FAIL, Status.ERROR)
+    ]
+    by = "by " + ", ".join(caught) if caught else "; ".join(failed) or "no check failed"
     samples = f"{result.samples_to_detection} samples" if result.samples_to_detection else ""
     return f"  {mark} {result.control.name:<44} {outcome:<15} {samples:<13} {result.not_run or by}"
 

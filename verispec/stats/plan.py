@@ -29,6 +29,7 @@ from verispec.errors import UsageError
 
 __all__ = [
     "Plan",
+    "TwoStagePlan",
     "check_rate",
     "chi_square_power",
     "chi_square_sample_size",
@@ -42,6 +43,8 @@ __all__ = [
     "neyman_pearson_sample_size",
     "plan",
     "pooled_pearson_plan",
+    "sprt_expected_samples",
+    "two_stage_plan",
     "z_test_power",
     "z_test_sample_size",
 ]
@@ -215,6 +218,52 @@ def neyman_pearson_sample_size(
     return _smallest_n(_exact_power_curve(p, q, alpha, "lr"), power, start)
 
 
+def sprt_expected_samples(
+    null: Sequence[float], alternative: Sequence[float], *, alpha: float, beta: float
+) -> tuple[float, float]:
+    """Wald's approximations: ``(E[N | q], E[N | p])``."""
+    check_rate("alpha", alpha)
+    check_rate("beta", beta)
+    upper, lower = math.log((1 - beta) / alpha), math.log(beta / (1 - alpha))
+    d_qp, d_pq = kl(alternative, null), kl(null, alternative)
+    under_q = ((1 - beta) * upper + beta * lower) / d_qp
+    under_p = -((1 - alpha) * lower + alpha * upper) / d_pq
+    return under_q, under_p
+
+
+@dataclass(frozen=True)
+class TwoStagePlan:
+    alpha1: float
+    alpha2: float
+    n1: int
+    n2: int
+    expected_if_correct: float
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def two_stage_plan(
+    null: Sequence[float],
+    alternative: Sequence[float],
+    *,
+    alpha: float,
+    power: float,
+    alpha1: float = 1e-2,
+) -> TwoStagePlan:
+    """Confirm-on-failure design: stage sizes from the Pearson plan, each at power ``sqrt(power)``."""
+    check_rate("alpha", alpha)
+    check_rate("alpha1", alpha1)
+    if not alpha < alpha1:
+        raise UsageError(f"alpha1={alpha1!r} must be larger than alpha={alpha!r}")
+    alpha2 = alpha / alpha1
+    stage_power = math.sqrt(power)
+    w, df = cohen_w(null, alternative), len(null) - 1
+    n1 = chi_square_sample_size(w, df, alpha=alpha1, power=stage_power)
+    n2 = chi_square_sample_size(w, df, alpha=alpha2, power=stage_power)
+    return TwoStagePlan(alpha1, alpha2, n1, n2, n1 + alpha1 * n2)
+
+
 @dataclass(frozen=True)
 class Plan:
     """Sample sizes for one null, one alternative, alpha and power, by design."""
@@ -246,8 +295,6 @@ def plan(
 ) -> Plan:
     """Samples needed by every design for ``null`` against ``alternative`` (or against the
     least favourable alternative at total variation ``tv``)."""
-    from verispec.stats.sequential import sprt_expected_samples, two_stage_plan
-
     alpha, power = check_rate("alpha", alpha), check_rate("power", power)
     p = _check_law("null", null)
     if alternative is None:

@@ -10,6 +10,9 @@
   samples, after which the verdict is "no evidence".
 * :func:`two_stage_plan`: stage 1 at ``alpha1``; only if it rejects, stage 2 on fresh
   samples at ``alpha2``; the run fails only if both reject (``alpha = alpha1 * alpha2``).
+
+The sample sizes of these designs (:func:`sprt_expected_samples`, :func:`two_stage_plan`) are
+planned in :mod:`verispec.stats.plan` with the others, and re-exported here.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from verispec.errors import UsageError
+from verispec.stats.plan import TwoStagePlan, check_rate, sprt_expected_samples, two_stage_plan
 
 __all__ = [
     "SPRT",
@@ -32,21 +36,6 @@ __all__ = [
 
 #: The Dirichlet mixture's concentration (its prior is ``concentration * p``).
 DIRICHLET_CONCENTRATION = 100.0
-
-
-def sprt_expected_samples(
-    null: Sequence[float], alternative: Sequence[float], *, alpha: float, beta: float
-) -> tuple[float, float]:
-    """Wald's approximations: ``(E[N | q], E[N | p])``."""
-    from verispec.stats.plan import check_rate, kl
-
-    check_rate("alpha", alpha)
-    check_rate("beta", beta)
-    upper, lower = math.log((1 - beta) / alpha), math.log(beta / (1 - alpha))
-    d_qp, d_pq = kl(alternative, null), kl(null, alternative)
-    under_q = ((1 - beta) * upper + beta * lower) / d_qp
-    under_p = -((1 - alpha) * lower + alpha * upper) / d_pq
-    return under_q, under_p
 
 
 @dataclass
@@ -62,8 +51,6 @@ class SPRT:
     decision: str | None = None
 
     def __post_init__(self) -> None:
-        from verispec.stats.plan import check_rate
-
         check_rate("alpha", self.alpha)
         check_rate("beta", self.beta)
         self._upper = math.log((1 - self.beta) / self.alpha)
@@ -106,8 +93,6 @@ class DirichletEProcess:
     decision: str | None = None
 
     def __post_init__(self) -> None:
-        from verispec.stats.plan import check_rate
-
         check_rate("alpha", self.alpha)
         if self.cap < 1:
             raise UsageError(f"cap={self.cap} must be >= 1")
@@ -155,38 +140,3 @@ def dirichlet_log_e(
         a = concentration * p
         log_e += math.lgamma(a + k) - math.lgamma(a) - k * math.log(p)
     return log_e
-
-
-@dataclass(frozen=True)
-class TwoStagePlan:
-    alpha1: float
-    alpha2: float
-    n1: int
-    n2: int
-    expected_if_correct: float
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-def two_stage_plan(
-    null: Sequence[float],
-    alternative: Sequence[float],
-    *,
-    alpha: float,
-    power: float,
-    alpha1: float = 1e-2,
-) -> TwoStagePlan:
-    """Confirm-on-failure design: stage sizes from the Pearson plan, each at power ``sqrt(power)``."""
-    from verispec.stats.plan import check_rate, chi_square_sample_size, cohen_w
-
-    check_rate("alpha", alpha)
-    check_rate("alpha1", alpha1)
-    if not alpha < alpha1:
-        raise UsageError(f"alpha1={alpha1!r} must be larger than alpha={alpha!r}")
-    alpha2 = alpha / alpha1
-    stage_power = math.sqrt(power)
-    w, df = cohen_w(null, alternative), len(null) - 1
-    n1 = chi_square_sample_size(w, df, alpha=alpha1, power=stage_power)
-    n2 = chi_square_sample_size(w, df, alpha=alpha2, power=stage_power)
-    return TwoStagePlan(alpha1, alpha2, n1, n2, n1 + alpha1 * n2)

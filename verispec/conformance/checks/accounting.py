@@ -29,6 +29,7 @@ from typing import Any
 from verispec.conformance.checks.context import GREEDY_MARGIN, Context
 from verispec.conformance.checks.registry import POWER, CheckResult, Effect, check
 from verispec.engines.protocol import Request, Sampling
+from verispec.verdicts import Evidence
 
 #: The three statistical tests, each at a third of the check's alpha.
 TESTS = ("first-draft acceptance", "acceptance after full acceptance", "draft law after full acceptance")
@@ -128,6 +129,7 @@ def acceptance_accounting(ctx: Context) -> CheckResult:
             f"greedy draft {m['draft']} of round {m['round']} (prompt {m['prompt']}) is not the draft "
             f"model's argmax (logit margin {m['margin']:.3g}); {len(path_mismatches)} of "
             f"{path_compared} drafts differ: the draft's cache or positions are off",
+            Evidence.MISMATCH,
             details={"draft_path_mismatches": path_mismatches[:20], "drafts_compared": path_compared},
         )
 
@@ -184,6 +186,7 @@ def acceptance_accounting(ctx: Context) -> CheckResult:
                     return ctx.failed(
                         f"a round accepted {r.accepted} drafts but committed {r.committed} "
                         "tokens: the round contract is accepted + 1",
+                        Evidence.COUNT,
                         details={"prompt": list(prompt)},
                     )
                 offset = r.start - len(prompt)
@@ -221,7 +224,10 @@ def acceptance_accounting(ctx: Context) -> CheckResult:
         return ctx.skipped(f"the engine proposed no drafts in {k} requests at temperature 1")
     if any(math.isnan(u) for u in draft_pits):
         return ctx.failed(
-            "a draft the draft model cannot propose after a full acceptance", alpha=ctx.alpha, pvalue=0.0
+            "a draft the draft model cannot propose after a full acceptance",
+            Evidence.IMPOSSIBLE,
+            alpha=ctx.alpha,
+            pvalue=0.0,
         )
     zscore = (observed - predicted) / math.sqrt(max(variance, 1e-12))
     z_after = (after[0] - after[1]) / math.sqrt(max(after[2], 1e-12)) if after[2] > 0 else 0.0

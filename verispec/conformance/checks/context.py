@@ -19,7 +19,7 @@ from verispec.conformance.checks.registry import POWER, Check, CheckResult
 from verispec.conformance.proxy import EngineOutputError, EngineProxy
 from verispec.engines.protocol import Completion, Request, Sampling
 from verispec.stats.multiplicity import Budget
-from verispec.verdicts import Failure, Status
+from verispec.verdicts import Evidence, Failure, Status
 
 __all__ = ["BATCH", "GREEDY_MARGIN", "Context", "derive_seed"]
 
@@ -186,9 +186,10 @@ class Context:
     def passed(self, reason: str, **fields: Any) -> CheckResult:
         return self.result(Status.PASS, reason, **fields)
 
-    def failed(self, reason: str, **fields: Any) -> CheckResult:
-        """A detection (a mismatch, a broken contract, a rejected law)."""
-        return self.result(Status.FAIL, reason, failure=Failure.DETECTION, **fields)
+    def failed(self, reason: str, evidence: Evidence, **fields: Any) -> CheckResult:
+        """A detection, through ``evidence``: a rejected law, an impossible token, a mismatch
+        with a deterministic reference, a count that breaks the contract."""
+        return self.result(Status.FAIL, reason, failure=Failure.DETECTION, evidence=evidence, **fields)
 
     def skipped(self, reason: str, **fields: Any) -> CheckResult:
         return self.result(Status.SKIP, reason, **fields)
@@ -223,5 +224,5 @@ class Context:
             details=details,
         )
         if rejected:
-            return self.failed(failed(worst, pvalue), **common)
+            return self.failed(failed(worst, pvalue), Evidence.STATISTIC, **common)
         return self.passed(passed, **common)

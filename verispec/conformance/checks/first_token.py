@@ -20,6 +20,7 @@ import math
 from verispec.conformance.checks.context import Context
 from verispec.conformance.checks.registry import POWER, CheckResult, Effect, check
 from verispec.engines.protocol import Request, Sampling
+from verispec.verdicts import Evidence
 
 
 @check(
@@ -59,7 +60,7 @@ def first_token_law(ctx: Context) -> CheckResult:
             seeds = [ctx.seed_for("request", index, j) for j in range(i, i + size)]
             for completion in ctx.run_many([Request(prompt, budget, sampling, seed=s) for s in seeds]):
                 if not completion.tokens:
-                    return ctx.failed(f"{label}: the engine returned no token")
+                    return ctx.failed(f"{label}: the engine returned no token", Evidence.COUNT)
                 if sequential and sequential.decision is not None:
                     break  # the e-process has stopped: later tokens of the batch are not used
                 i += 1

@@ -18,6 +18,7 @@ from typing import Any
 from verispec.conformance.checks.context import GREEDY_MARGIN, Context
 from verispec.conformance.checks.registry import CheckResult, Effect, check
 from verispec.engines.protocol import Completion, Request, Sampling
+from verispec.verdicts import Evidence
 
 #: The frequency penalty of the penalties check: large enough to bend a greedy path.
 PENALTY = 2.0
@@ -112,6 +113,7 @@ def greedy_equivalence(ctx: Context) -> CheckResult:
         return ctx.failed(
             f"greedy output leaves the {m['against']} at token {m['position']} "
             f"of prompt {m['prompt']} (logit margin {m['margin']:.3g})",
+            Evidence.MISMATCH,
             details=details,
         )
     note = f"; {len(excused)} mismatch(es) excused at near-ties" if excused else ""
@@ -129,7 +131,7 @@ def determinism(ctx: Context) -> CheckResult:
         request = Request(prompt, 24, Sampling(1.0), seed=ctx.seed_for("request", i))
         a, b = ctx.run(request), ctx.run(request)
         if a.tokens != b.tokens:
-            return ctx.failed(f"the same request and seed gave {a.tokens} and {b.tokens}")
+            return ctx.failed(f"the same request and seed gave {a.tokens} and {b.tokens}", Evidence.MISMATCH)
     return ctx.passed("two requests repeated with their seeds gave the same tokens")
 
 
@@ -165,6 +167,7 @@ def penalties(ctx: Context) -> CheckResult:
         return ctx.failed(
             f"with frequency penalty {PENALTY:g} the greedy output leaves the {m['against']} at token "
             f"{m['position']} of prompt {m['prompt']} (logit margin {m['margin']:.3g})",
+            Evidence.MISMATCH,
             details=details,
         )
     if not bent:
@@ -240,6 +243,7 @@ def ragged_batch(ctx: Context) -> CheckResult:
         return ctx.failed(
             f"batch row {m['row']} leaves {m['against']} at token {m['position']} "
             f"(logit margin {m['margin']:.3g})",
+            Evidence.MISMATCH,
             details=details,
         )
     if ragged == 0:

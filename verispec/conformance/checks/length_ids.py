@@ -10,6 +10,7 @@ from __future__ import annotations
 from verispec.conformance.checks.context import Context
 from verispec.conformance.checks.registry import CheckResult, Effect, check
 from verispec.engines.protocol import Request, Sampling
+from verispec.verdicts import Evidence
 
 #: Tokens per request of the stop-id probe and the stop-id requests.
 STOP_TOKENS = 24
@@ -55,7 +56,7 @@ def eos_length(ctx: Context) -> CheckResult:
             if len(c.tokens) > budget:
                 problems.append(f"max_new_tokens={budget} gave {len(c.tokens)} tokens")
     if problems:
-        return ctx.failed(problems[0], details={"problems": problems})
+        return ctx.failed(problems[0], Evidence.COUNT, details={"problems": problems})
     return ctx.passed(f"stop id {stop} and budgets 1..{gamma + 2} handled", details={"stop_id": stop})
 
 

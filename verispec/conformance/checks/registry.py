@@ -15,8 +15,8 @@ A check is a function of a :class:`~verispec.conformance.checks.context.Context`
 reason); a statistical check declares its effect size with a number (the quick design
 multiplies it by :data:`QUICK_EFFECT_FACTOR`), draws its false-alarm rate from the run's
 budget and plans its samples for :data:`POWER`. The planted bugs a check must catch are
-declared once, on the bugs' records (:mod:`verispec.controls.mutants`); :attr:`Check.mutants`
-reads them back.
+declared once, on the bugs' records (:func:`verispec.engines.bugs.planted_bug`, in the engine
+adapters); :attr:`Check.mutants` reads them back through the engine registry.
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from verispec.engines import registry as engines
+from verispec.engines.protocol import CAPABILITIES
 from verispec.errors import UsageError, unknown_name
-from verispec.verdicts import Failure, Status
+from verispec.verdicts import Evidence, Failure, Status
 
 if TYPE_CHECKING:
     from verispec.conformance.checks.context import Context
@@ -99,6 +101,9 @@ class CheckResult:
     details: dict[str, Any] = field(default_factory=dict)
     #: why a failing check failed: a detection, bad output, or the engine breaking
     failure: Failure | None = None
+    #: what a check that failed through the engine's output saw (a statistic, an impossible
+    #: token, a mismatch, a count, bad output); ``None`` when it passed or the engine broke
+    evidence: Evidence | None = None
     #: the expected-failures manifest's reason, for a listed failure (status ``xfail``)
     expected: str | None = None
 
@@ -108,6 +113,7 @@ class CheckResult:
             "status": self.status,
             "reason": self.reason,
             "failure": self.failure,
+            "evidence": self.evidence,
             "expected_failure": self.expected,
             "alpha": self.alpha,
             "power": self.power,
@@ -141,11 +147,8 @@ class Check:
 
     @property
     def mutants(self) -> tuple[str, ...]:
-        """The planted bugs (``engine:subject`` names) whose records say this check must catch
-        them."""
-        from verispec.controls.mutants import engine_mutants
-
-        return tuple(m.name for m in engine_mutants() if self.name in m.caught_by)
+        """The planted bugs (their controls' names) whose records say this check must catch them."""
+        return tuple(b.control for b in engines.bugs() if self.name in b.caught_by)
 
 
 _CHECKS: dict[str, Check] = {}
@@ -161,8 +164,6 @@ def check(
     statistical: bool = False,
 ) -> Callable[[Callable[[Context], CheckResult]], Callable[[Context], CheckResult]]:
     """Register the decorated function as the conformance check ``name``."""
-    from verispec.engines.protocol import CAPABILITIES
-
     unknown = sorted((set(needs) | set(needs_one_of)) - set(CAPABILITIES))
     if unknown:
         raise UsageError(

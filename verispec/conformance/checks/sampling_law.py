@@ -24,6 +24,7 @@ from verispec.engines.protocol import Request, Sampling
 from verispec.stats.multiplicity import fisher
 from verispec.stats.pit import pit_battery
 from verispec.stats.plan import dkw_sample_size
+from verispec.verdicts import Evidence
 
 #: Tokens per request of the PIT checks.
 PIT_TOKENS = 24
@@ -166,6 +167,7 @@ def pit_check(
             return ctx.failed(
                 f"{sampling.describe()}: the engine emitted {battery.impossible} "
                 "token(s) the target cannot emit",
+                Evidence.IMPOSSIBLE,
                 alpha=ctx.alpha,
                 power=POWER,
                 pvalue=0.0,

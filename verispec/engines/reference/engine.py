@@ -1,4 +1,4 @@
-"""The reference engine: speculative decoding in plain torch, built on proved index functions.
+"""The reference engine's rounds: chain batches and tree rounds, each step through its hooks.
 
 It runs a draft and a target :class:`~verispec.engines.torchlm.TorchLM` with their own KV
 caches (contiguous, or paged with ``page_size``), verifies with the float execution of a
@@ -7,124 +7,31 @@ takes every mask, position, crop, draft-sync and truncation from :mod:`verispec.
 
 A round reads like the algorithm: propose ``gamma`` drafts, one verify pass, verify, commit
 the block (truncated at a stop id and at the budget), crop the target cache, sync the draft
-cache. Each step is a seam of :class:`Hooks`, and a planted bug of the negative controls
-(:mod:`verispec.controls.mutants`) replaces exactly one of them; the round never names one.
+cache. Each step is a seam of :class:`~verispec.engines.reference.hooks.Hooks`, and a planted
+bug (:mod:`verispec.engines.reference.bugs`) replaces exactly one of them; the round never
+names one.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from verispec.core.random import SeededRandom
-from verispec.core.transforms import SamplingConfig, apply_float
-from verispec.engines.protocol import Completion, Request, RoundStat, Sampling
+from verispec.engines import registry as engines
+from verispec.engines.model_pairs import load_pair
+from verispec.engines.protocol import Completion, Request, RoundStat
+from verispec.engines.reference.hooks import Hooks, planted_hooks, probs
 from verispec.engines.registry import builtin_engine
-from verispec.engines.torchlm import TorchLM
+from verispec.engines.torchlm import TorchLM, along
 from verispec.errors import UsageError
 from verispec.smt import index as ix
 from verispec.verifiers import registry
 from verispec.verifiers.trees import DraftTree
 
-__all__ = ["Hooks", "ReferenceEngine", "make_reference", "probs", "verify_correctly", "with_hooks"]
-
-
-def along(model: Any, prompt: Sequence[int], tokens: Sequence[int]) -> Any:
-    """Logits predicting each of ``tokens`` after ``prompt`` and the tokens before it (one pass)."""
-    import torch
-
-    ids = torch.tensor([[*prompt, *tokens]], device=model.device)
-    with torch.no_grad():
-        logits = model(ids).logits[0].float().cpu()
-    return logits[len(prompt) - 1 : len(prompt) - 1 + len(tokens)]
-
-
-def probs(logits: Any, config: Any) -> list[float]:
-    """The law of one row of ``logits`` under the sampling settings ``config`` (float64)."""
-    import torch
-
-    row = torch.softmax(logits.double(), dim=-1).cpu().numpy()
-    return [float(v) for v in apply_float(row, config)]
-
-
-# ------------------------------------------------------------------- the seams, correct
-
-
-def _propose(logits: Any, config: SamplingConfig, rand: SeededRandom) -> tuple[int, list[float]]:
-    declared = probs(logits, config)
-    return rand.categorical(declared), declared
-
-
-def verify_correctly(
-    p_rows: Any, q_rows: Any, drafts: Sequence[int], rand: SeededRandom, greedy: bool
-) -> tuple[list[int], int]:
-    """The registered ``greedy`` verifier at temperature 0, ``token-level`` otherwise."""
-    entry = registry.get_chain("greedy" if greedy else "token-level")
-    block = [int(t) for t in entry.verify(p_rows, q_rows, drafts, rand)]
-    return block, len(block) - 1
-
-
-def _truncate(block_len: int, eos: int, budget: int) -> tuple[int, bool]:
-    count = ix.committed_count(block_len, eos, budget)
-    return count, eos < count
-
-
-def _crop(starts: Mapping[int, int], kept: Mapping[int, int], lengths: Sequence[int]) -> dict[int, int]:
-    return {b: ix.target_crop_length(L, kept[b]) for b, L in starts.items()}
-
-
-def _compact(cache: Any, path: Sequence[int], L: int) -> None:
-    for j, row in enumerate(path):
-        src, dst = ix.compaction_plan(j, row, L)
-        if src != dst:
-            cache.move(src, dst)
-
-
-@dataclass(frozen=True)
-class Hooks:
-    """The reference engine's seams. Each field is one step of a round; the defaults are the
-    correct algorithm (the index functions z3 proves, the registered exact verifier).
-
-    * ``seed(request)``: the seed of the request's random stream;
-    * ``propose(logits, config, rand) -> (draft, q)``: one draft token from the draft's
-      (penalised) logits, and the law declared to the verifier for it;
-    * ``penalise(sampling, logits, generated, prompt)``: the request's penalties on the speculative path;
-    * ``visible``, ``position``: the verify pass's mask and query positions;
-    * ``route(live, starts, outputs)``: which verify output row belongs to which request
-      (batch bookkeeping);
-    * ``target_configs(config, gamma)``: the sampling settings of the ``gamma + 1`` verified
-      rows (the last is the bonus row);
-    * ``verify(p_rows, q_rows, drafts, rand, greedy) -> (block, accepted)``: verification
-      (``greedy`` at temperature 0);
-    * ``truncate(block_len, first_stop, budget) -> (committed, stopped)``: stop ids and budget;
-    * ``crop(starts, kept, lengths) -> {row: entries}``: the target caches after the round;
-    * ``sync(L, gamma, accepted) -> (draft crop, catch-up)``: the draft cache after the round;
-    * ``tree_visible``, ``tree_position``, ``compact(cache, path, L)``: the tree mode's mask,
-      positions and accepted-path KV compaction.
-    """
-
-    seed: Callable[[Request], int] = lambda request: request.seed
-    propose: Callable[[Any, SamplingConfig, SeededRandom], tuple[int, list[float]]] = _propose
-    penalise: Callable[[Sampling, Any, Sequence[int], Sequence[int]], Any] = Sampling.penalise
-    visible: Callable[..., Any] = ix.visible
-    position: Callable[..., Any] = ix.query_position
-    route: Callable[[list[int], dict[int, int], list[Any]], list[Any]] = lambda live, starts, outputs: outputs
-    target_configs: Callable[[SamplingConfig, int], list[SamplingConfig]] = lambda config, gamma: (
-        [config] * (gamma + 1)
-    )
-    verify: Callable[..., tuple[list[int], int]] = verify_correctly
-    truncate: Callable[[int, int, int], tuple[int, bool]] = _truncate
-    crop: Callable[[Mapping[int, int], Mapping[int, int], Sequence[int]], dict[int, int]] = _crop
-    sync: Callable[[Any, Any, Any], tuple[Any, Any]] = ix.draft_sync
-    tree_visible: Callable[..., Any] = ix.tree_visible
-    tree_position: Callable[..., Any] = ix.tree_position
-    compact: Callable[[Any, Sequence[int], int], None] = _compact
-
-    @classmethod
-    def names(cls) -> list[str]:
-        return [f.name for f in fields(cls)]
+__all__ = ["CHAIN_CAPABILITIES", "TREE_CAPABILITIES", "ReferenceEngine", "make_reference"]
 
 
 @dataclass
@@ -179,8 +86,10 @@ class ReferenceEngine:
         self.prompt_kinds: list[str] = []  # one per prompt ("rewrite", "open")
         self.vocab_size = int(target.config.vocab_size)
         self.device = str(self.lm_target.device)
-        # a mutant that ignores seeds still claims "seeded": that claim is what the check tests
-        self.capabilities = frozenset(CHAIN_CAPABILITIES if self.tree is None else TREE_CAPABILITIES)
+        #: what the engine promises (:data:`CHAIN_CAPABILITIES` or :data:`TREE_CAPABILITIES`),
+        #: set by the registry that builds it; a planted bug that ignores seeds still claims
+        #: "seeded": that claim is what the check tests
+        self.capabilities: frozenset[str] = frozenset()
 
     # ----------------------------------------------------------------- baselines
     def _plain_logits(self, model: Any, prefixes: list[tuple[int, ...]]) -> Any:
@@ -523,12 +432,10 @@ def make_reference(
     draft: str | None = None,
 ) -> ReferenceEngine:
     """The reference engine on a tiny seeded model pair (``tree``: children per depth), with
-    the planted bugs ``mutations`` (:mod:`verispec.controls.mutants`) swapped into its hooks."""
-    from verispec.controls.mutants import plant
-    from verispec.engines.models import load_pair
-
+    the planted bugs ``mutations`` (:mod:`verispec.engines.reference.bugs`) swapped into its
+    hooks."""
     name = "reference-tree" if tree else "reference-paged" if page_size else "reference"
-    hooks = plant("reference-tree" if tree else "reference", mutations)
+    hooks = planted_hooks(engines.planted("reference-tree" if tree else "reference", mutations))
     pair = load_pair(size, seed=seed, device=device, target=target, draft=draft)
     engine = ReferenceEngine(
         pair.target, pair.draft, gamma=gamma, page_size=page_size, hooks=hooks, name=name, tree=tree
@@ -538,11 +445,3 @@ def make_reference(
     if mutations:
         engine.name += f"[{','.join(sorted(mutations))}]"
     return engine
-
-
-def with_hooks(**replaced: Any) -> Hooks:
-    """The correct hooks with ``replaced`` swapped in; an unknown hook name is a usage error."""
-    unknown = sorted(set(replaced) - set(Hooks.names()))
-    if unknown:
-        raise UsageError(f"hooks {unknown} are not among the reference engine's seams {Hooks.names()}")
-    return replace(Hooks(), **replaced)
