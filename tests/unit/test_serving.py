@@ -21,6 +21,7 @@ from verispec.serving import (
     speed_summary,
     stream_summary,
 )
+from verispec.serving.measure import _draft_gain_lost
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -129,7 +130,6 @@ def test_the_draft_length_rule_decides_on_time_per_token_with_its_uncertainty() 
 def test_a_draft_gain_that_does_not_reach_serving_is_named_only_beyond_noise() -> None:
     """A longer draft that commits more per round but serves slower is named, with the rise in
     committed tokens and the loss in time per token each outside its bootstrap noise."""
-    from verispec.serving import _draft_gain_lost
 
     def summary(p95: float) -> dict:
         return {"test": {"all": {"speculative": {"latency_p95_s": p95, "stream": {}}}}}
