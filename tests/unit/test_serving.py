@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -21,8 +22,15 @@ from verispec.serving import (
     speed_summary,
     stream_summary,
 )
+from verispec.serving.measure import _draft_gain_lost
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The end-to-end runs serve the reference engine, or an engine of ``tests/fixtures/my_engine.py``:
+#: both run on torch and a tiny transformers model. The arithmetic above them needs neither.
+needs_engines = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None,
+    reason="serving an engine needs torch and transformers (pip install 'verispec[transformers]')",
+)
 
 
 def _timed(seconds: float, tokens: int, speculative: bool = True, rounds=None, times=None) -> Timed:
@@ -129,7 +137,6 @@ def test_the_draft_length_rule_decides_on_time_per_token_with_its_uncertainty() 
 def test_a_draft_gain_that_does_not_reach_serving_is_named_only_beyond_noise() -> None:
     """A longer draft that commits more per round but serves slower is named, with the rise in
     committed tokens and the loss in time per token each outside its bootstrap noise."""
-    from verispec.serving import _draft_gain_lost
 
     def summary(p95: float) -> dict:
         return {"test": {"all": {"speculative": {"latency_p95_s": p95, "stream": {}}}}}
@@ -153,6 +160,8 @@ def _in_repo_root(monkeypatch) -> None:
     monkeypatch.chdir(ROOT)
 
 
+@pytest.mark.torch
+@needs_engines
 @pytest.mark.usefixtures("_in_repo_root")
 def test_serve_measures_the_reference_engine_and_keeps_every_request(tmp_path, capsys) -> None:
     out = tmp_path / "serve"
@@ -179,6 +188,8 @@ def test_serve_measures_the_reference_engine_and_keeps_every_request(tmp_path, c
     assert "pass --force" in capsys.readouterr().err
 
 
+@pytest.mark.torch
+@needs_engines
 @pytest.mark.usefixtures("_in_repo_root")
 @pytest.mark.parametrize(
     ("factory", "reason"),
