@@ -4,11 +4,11 @@ A drafter that takes the argmax while the verifier divides by the softmax q is b
 p = (0.6, 0.4), q = (0.8, 0.2) outputs (0.75, 0.25), and p = (1/6, 1/3, 1/2),
 q = (1/2, 1/3, 1/6) outputs (1/3, 0, 2/3).
 
-Checked by `verispec.exact.seeds.known_bug_examples`, which recomputes every number
+Checked by `verispec.exact.articles.known_bug_examples`, which recomputes every number
 with verispec's registered verifier code and exact executor.
 """
 
-from verispec.exact.seeds import assert_reproduced, known_bug_examples, print_seed_check
+from verispec.exact.articles import assert_reproduced, known_bug_examples, print_article_check
 
 
 def test_known_bug_examples() -> None:
@@ -16,4 +16,4 @@ def test_known_bug_examples() -> None:
 
 
 if __name__ == "__main__":
-    print_seed_check(known_bug_examples())
+    print_article_check(known_bug_examples())

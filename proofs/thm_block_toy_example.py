@@ -5,11 +5,11 @@ accepted drafts is 10/9 for token-level verification and 11/9 for block verifica
 the unattainable joint bound sum_i sum_{x^i} min(M_s(x^i), M_b(x^i)) is 12/9. Block
 verification is also round-exact on this instance.
 
-Checked by `verispec.exact.seeds.block_toy_example`, which recomputes every number
+Checked by `verispec.exact.articles.block_toy_example`, which recomputes every number
 with verispec's registered verifier code and exact executor.
 """
 
-from verispec.exact.seeds import assert_reproduced, block_toy_example, print_seed_check
+from verispec.exact.articles import assert_reproduced, block_toy_example, print_article_check
 
 
 def test_block_toy_example() -> None:
@@ -17,4 +17,4 @@ def test_block_toy_example() -> None:
 
 
 if __name__ == "__main__":
-    print_seed_check(block_toy_example())
+    print_article_check(block_toy_example())

@@ -6,11 +6,11 @@ enumeration and the round criterion, not by sampling) and accepts with probabili
 sum min(p, q) = 0.55. The article's million-sample run, repeated with its seed, prints the
 same frequencies to three decimals and the acceptance rate 0.550.
 
-Checked by `verispec.exact.seeds.six_token_example`, which recomputes every number
+Checked by `verispec.exact.articles.six_token_example`, which recomputes every number
 with verispec's registered verifier code and exact executor.
 """
 
-from verispec.exact.seeds import assert_reproduced, print_seed_check, six_token_example
+from verispec.exact.articles import assert_reproduced, print_article_check, six_token_example
 
 
 def test_six_token_example() -> None:
@@ -18,4 +18,4 @@ def test_six_token_example() -> None:
 
 
 if __name__ == "__main__":
-    print_seed_check(six_token_example())
+    print_article_check(six_token_example())

@@ -5,11 +5,11 @@ At alpha = 0.8, a draft step costing c of a target step turns k drafts into a sp
 0.3 the table reads 1.80 1.71 1.64 1.38 / 2.44 2.22 2.03 1.52 / 3.36 2.80 2.40 1.53 /
 4.33 3.09 2.40 1.27 / 4.89 2.72 1.88 0.84.
 
-Checked by `verispec.exact.seeds.speedup_table`, which recomputes every number
+Checked by `verispec.exact.articles.speedup_table`, which recomputes every number
 with verispec's registered verifier code and exact executor.
 """
 
-from verispec.exact.seeds import assert_reproduced, print_seed_check, speedup_table
+from verispec.exact.articles import assert_reproduced, print_article_check, speedup_table
 
 
 def test_speedup_table() -> None:
@@ -17,4 +17,4 @@ def test_speedup_table() -> None:
 
 
 if __name__ == "__main__":
-    print_seed_check(speedup_table())
+    print_article_check(speedup_table())

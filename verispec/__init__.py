@@ -65,8 +65,8 @@ __all__ = [
     "optimal_acceptance",
     "output_law",
     "prove",
-    "run_check",
     "run_controls",
+    "run_main_job",
     "run_round",
     "sample_blocks",
     "tv_distance",
@@ -123,7 +123,7 @@ _LAZY = {
     "audit": "verispec.audits.runner",
     "Mutant": "verispec.controls.mutants",
     "run_controls": "verispec.controls.runner",
-    "run_check": "verispec.mainjob",
+    "run_main_job": "verispec.mainjob",
 }
 _RENAMED = {
     "get_verifier": ("verispec.verifiers.registry", "get"),
@@ -131,9 +131,21 @@ _RENAMED = {
 }
 
 
+#: Old public names, kept for one release: ``old -> (module, new name)``.
+_DEPRECATED = {
+    "run_check": ("verispec.mainjob", "run_main_job"),
+}
+
+
 def __getattr__(name: str) -> Any:
     import importlib
 
+    if name in _DEPRECATED:
+        from verispec._compat import deprecated_name
+
+        module, new = _DEPRECATED[name]
+        deprecated_name(f"verispec.{name}", f"verispec.{new}")
+        return getattr(importlib.import_module(module), new)
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     if name in _RENAMED:

@@ -13,10 +13,15 @@ import importlib
 import warnings
 from types import ModuleType
 
-__all__ = ["deprecated_name", "moved"]
+__all__ = ["MOVED_MODULES", "REMOVED_IN", "deprecated_name", "moved"]
 
 #: The release that removes the old names.
 REMOVED_IN = "0.2"
+#: Every module left at an old path, and its new path.
+MOVED_MODULES = {
+    "verispec.engines.models": "verispec.engines.model_pairs",
+    "verispec.exact.seeds": "verispec.exact.articles",
+}
 
 
 def deprecated_name(old: str, new: str) -> None:

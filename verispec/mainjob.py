@@ -20,17 +20,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from verispec._compat import deprecated_name
 from verispec.report.lines import control_line, prove_line, smt_line, subject_line
 from verispec.verdicts import RunVerdict, Status, VerdictKind
 
-__all__ = ["CHECK_ENGINES", "CheckJob", "run_check"]
+__all__ = ["CHECK_ENGINES", "MainJob", "run_main_job"]
 
 #: Engines the main job runs the conformance suite on, with tiny seeded models.
 CHECK_ENGINES = ("reference", "hf-assisted")
 
 
 @dataclass
-class CheckJob:
+class MainJob:
     """What the main job established: its verdict, the summary counts, and every result
     that was not as expected."""
 
@@ -45,7 +46,7 @@ def _missing_torch_and_transformers() -> list[str]:
     return [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
 
 
-def run_check(
+def run_main_job(
     out: str | os.PathLike[str] = "verispec-report",
     *,
     quick: bool = False,
@@ -54,17 +55,17 @@ def run_check(
     jobs: int = 2,
     command: Sequence[str] = ("verispec", "check"),
     progress: Callable[[str], None] | None = None,
-) -> CheckJob:
+) -> MainJob:
     """Run the main job and write its report folder ``out`` (see the module docstring).
 
     ``progress`` receives one line per step and per result (the CLI prints them on stderr).
     """
     from dataclasses import replace
 
+    from verispec.exact.articles import article_checks
     from verispec.exact.lengths import length_table
     from verispec.exact.optimum import optimum_table
     from verispec.exact.prove import ProveBudget, prove, prove_verdict
-    from verispec.exact.seeds import seed_checks
     from verispec.exact.symbolic import theorems_for
     from verispec.report import ReportWriter
     from verispec.smt.catalog import CATALOG, run_catalog
@@ -83,14 +84,14 @@ def run_check(
     unknown: list[str] = []
 
     say(f"verispec check: writing {out}/ (report.md, report.json, results.jsonl)")
-    checks = seed_checks()
+    checks = article_checks()
     say(f"[1/6] the seed articles' numbers ({len(checks)} checks)")
-    for seed_check in checks:
-        result = seed_check()
-        report.add("seeds", result.to_json())
+    for article_check in checks:
+        result = article_check()
+        report.add("articles", result.to_json())
         say(f"  {'ok ' if result.ok else 'BAD'} {result.name}")
         if not result.ok:
-            failures.append(f"seed {result.name}: " + "; ".join(result.mismatches()))
+            failures.append(f"article {result.name}: " + "; ".join(result.mismatches()))
 
     general = theorems_for(None)
     say(
@@ -162,18 +163,18 @@ def run_check(
     failures += [f"{r.name}: {r.verdict}" for r in results if not r.ok]
     exact = [r for r in results if r.kind == "exact"]
     controls = [r for r in results if r.kind == "control"]
-    seeds = report.data["sections"].get("seeds", [])
+    articles = report.data["sections"].get("articles", [])
     summary = {
         "exact proved": f"{sum(r.ok for r in exact)}/{len(exact)}",
         "controls refuted": f"{sum(r.ok for r in controls)}/{len(controls)}",
-        "seed checks": f"{sum(s['ok'] for s in seeds)}/{len(checks)}",
+        "article numbers": f"{sum(a['ok'] for a in articles)}/{len(checks)}",
         "smt conventions": f"{sum(r['ok'] for r in report.data['sections'].get('smt', []))}/{len(CATALOG)}",
         "engines conforming": conformance,
         "controls caught": controls_caught,
         "seconds": round(time.perf_counter() - started, 1),
     }
     report.finish(verdict, summary)
-    return CheckJob(verdict, summary, failures, unknown, out)
+    return MainJob(verdict, summary, failures, unknown, out)
 
 
 def _conformance(out: str, quick: bool, report: Any, failures: list[str], say: Callable[[str], None]) -> str:
@@ -284,3 +285,11 @@ def _controls(
     failures += [f"correct subject flagged by the controls run: {name}" for name in data["flagged_subjects"]]
     ran = len(run.controls) - len(run.not_run)
     return f"{ran - len(run.escaped)}/{ran}"
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("run_check", "CheckJob"):
+        new = {"run_check": "run_main_job", "CheckJob": "MainJob"}[name]
+        deprecated_name(f"verispec.mainjob.{name}", f"verispec.mainjob.{new}")
+        return globals()[new]
+    raise AttributeError(f"module 'verispec.mainjob' has no attribute {name!r}")

@@ -235,6 +235,7 @@ class TestEscalation:
 
         monkeypatch.setattr(conformance, "conform", fake_conform)
         monkeypatch.setattr(runner, "catalog", lambda layers: chosen)
+        monkeypatch.setattr(runner, "_installed", lambda controls: (controls, []))  # no engine runs
         return runner.run_controls(("engine",), quick=True, jobs=1), calls
 
     def test_a_miss_escalates_and_the_subject_follows(self, monkeypatch) -> None:

@@ -74,9 +74,9 @@ class TestCheck:
         assert code == 0, err
         assert "verdict: PASS" in err
         report = json.loads((out_dir / "report.json").read_text())
-        assert report["schema"] == "verispec.report/1"
+        assert report["schema"] == "verispec.report/2"
         assert report["status"] == "complete" and report["verdict"] == "pass"
-        assert {"prove", "seeds", "theorems"} <= set(report["sections"])
+        assert {"prove", "articles", "theorems"} <= set(report["sections"])
         assert report["environment"]["verispec"]
         lines = (out_dir / "results.jsonl").read_text().splitlines()
         assert len(lines) == sum(len(v) for v in report["sections"].values())

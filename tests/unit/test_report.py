@@ -11,7 +11,7 @@ class TestReportWriter:
     def test_partial_report_is_readable_before_finish(self, tmp_path) -> None:
         writer = ReportWriter(tmp_path, command=["verispec", "check"], settings={"seed": 0})
         writer.add(
-            "seeds",
+            "articles",
             {
                 "name": "a",
                 "ok": True,
@@ -24,7 +24,7 @@ class TestReportWriter:
         # no finish(): as if the process died here
         data = json.loads((tmp_path / "report.json").read_text())
         assert data["schema"] == SCHEMA and data["status"] == "running"
-        assert data["sections"]["seeds"][0]["name"] == "a"
+        assert data["sections"]["articles"][0]["name"] == "a"
         assert json.loads((tmp_path / "results.jsonl").read_text().splitlines()[0])["name"] == "a"
         assert "partial" in (tmp_path / "report.md").read_text()
         page = (tmp_path / "report.html").read_text()

@@ -1,4 +1,4 @@
-"""``verispec check``: the main job (:func:`verispec.mainjob.run_check`) on a terminal."""
+"""``verispec check``: the main job (:func:`verispec.mainjob.run_main_job`) on a terminal."""
 
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> RunVerdict:
-    from verispec.mainjob import run_check
+    from verispec.mainjob import run_main_job
 
-    job = run_check(
+    job = run_main_job(
         args.out,
         quick=args.quick,
         instances=args.instances,

@@ -162,7 +162,7 @@ class ConformanceRun:
         }
 
 
-def _run_check(ctx: Context) -> CheckResult:
+def _run_one_check(ctx: Context) -> CheckResult:
     """One check; an engine that breaks fails it with the reason (its kind recorded apart from
     detections), verispec breaking is an error, never a pass."""
     try:
@@ -265,7 +265,7 @@ def conform(
                     Status.FAIL, mismatch, failure=Failure.BAD_OUTPUT, evidence=Evidence.BAD_OUTPUT
                 )
             else:
-                result = _run_check(ctx)
+                result = _run_one_check(ctx)
                 run.tokens += sum(len(c.tokens) for _, c in ctx.seen)
             result.generate_calls = proxy.calls - calls_before
             result.seconds = time.perf_counter() - t0

@@ -26,7 +26,7 @@ from verispec.report.folder import ReportFolder
 __all__ = ["SCHEMA", "ReportWriter", "describe_device", "environment"]
 
 #: Version of the report's JSON schema; bump on any incompatible change.
-SCHEMA = "verispec.report/1"
+SCHEMA = "verispec.report/2"
 
 
 def _version_of(module: str) -> str | None:

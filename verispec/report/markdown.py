@@ -98,7 +98,7 @@ def _theorems(records: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def _seeds(records: list[dict[str, Any]]) -> str:
+def _articles(records: list[dict[str, Any]]) -> str:
     out = ["## The seed articles' numbers", ""]
     for r in records:
         mark = "reproduced" if r["ok"] else "**MISMATCH**"
@@ -226,7 +226,7 @@ _RENDERERS: dict[str, Callable[[list[dict[str, Any]]], str]] = {
     "prove": _prove,
     "smt": _smt,
     "theorems": _theorems,
-    "seeds": _seeds,
+    "articles": _articles,
     "lengths": _lengths,
     "optimum": _optimum,
     "conformance": _conformance,
