@@ -16,38 +16,69 @@ verispec's own state with it. The three harnesses share this module:
 The worker's standard output carries the protocol only: whatever the code under test
 prints goes to its standard error, which the parent sends to a file (never a pipe that
 could fill up and deadlock) and quotes when the worker dies.
+
+Every process verispec starts ends when the process that started it ends, by a signal
+(SIGTERM, SIGKILL) or a crash, even while busy in a request (:func:`die_with_parent`,
+installed by :func:`serve` and by :func:`process_pool`'s initializer): on Linux the kernel
+kills it (``prctl(PR_SET_PDEATHSIG, SIGKILL)``), elsewhere a watchdog thread does. A worker
+leads a process group of its own, so that the processes the code under test starts (vLLM's
+engine core) end with it: the parent kills the whole group on a time limit or a close, and
+a small reaper process in the group kills it once the worker has ended any other way. No
+time limit is enforced inside the worker: while the parent lives its limit kills a hung
+worker, and once it is gone the parent-death signal does; an alarm in the worker would take
+``SIGALRM`` from the code under test.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import importlib
 import json
+import multiprocessing
 import os
+import queue
 import selectors
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, NoReturn, TypeVar
 
 from verispec.errors import UsageError
 
 __all__ = [
+    "PARENT_PID_ENV",
     "RemoteError",
     "Worker",
     "WorkerCrashed",
     "WorkerTimeout",
+    "die_with_parent",
     "error_record",
     "load_function",
+    "process_pool",
     "serve",
     "worker_env",
 ]
 
 #: How much of a dead worker's standard error is quoted.
 STDERR_TAIL_LINES = 3
+
+#: The environment variable that tells a worker the pid of the process that started it.
+PARENT_PID_ENV = "VERISPEC_PARENT_PID"
+
+#: How often the portable watchdog (platforms without ``prctl``) looks for its parent, in seconds.
+WATCHDOG_PERIOD_S = 0.5
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+_T = TypeVar("_T")
 
 
 def load_function(spec: str, *, argument: str = "function") -> Callable[..., Any]:
@@ -84,6 +115,143 @@ def worker_env(threads: int | None = None, *, foreign: bool = False) -> dict[str
     if threads is not None:
         env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = env["OPENBLAS_NUM_THREADS"] = str(threads)
     return env
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """End this process when ``parent_pid``, the process that started it, ends.
+
+    On Linux the kernel sends this process SIGKILL when its parent ends
+    (``prctl(PR_SET_PDEATHSIG)``), which no busy loop, C extension or signal handler can
+    delay. Elsewhere a daemon thread checks every :data:`WATCHDOG_PERIOD_S` seconds that
+    ``parent_pid`` is still this process's parent and ends it with ``os._exit`` when it is
+    not (code that holds the GIL delays it). A parent that ended before this call, a race
+    the signal cannot cover, ends this process at once, as does one that is not its parent.
+    """
+    # the thread only where prctl is missing: on Linux the worker stays single-threaded, so
+    # that an engine which forks (multiprocessing's fork start method) is not warned against it
+    if not _parent_death_signal(signal.SIGKILL):
+        watchdog = threading.Thread(
+            target=_watch_parent, args=(parent_pid,), name="verispec-parent-watchdog", daemon=True
+        )
+        watchdog.start()
+    if os.getppid() != parent_pid:
+        _parent_gone(parent_pid)
+
+
+def _parent_death_signal(signum: int) -> bool:
+    """Ask Linux to send ``signum`` to this process when its parent ends; False where it cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return False
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    return bool(prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0) == 0)
+
+
+def _watch_parent(parent_pid: int) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(WATCHDOG_PERIOD_S)
+    _parent_gone(parent_pid)
+
+
+def _parent_gone(parent_pid: int) -> NoReturn:
+    """Exit at once (no cleanup: the code under test may be stuck), saying why on stderr."""
+    os.write(
+        2,
+        f"verispec: pid {parent_pid}, which started this process, is no longer its parent "
+        f"(now pid {os.getppid()}): it has ended, or the interpreter was started through a "
+        "wrapper that does not exec it; exiting\n".encode(),
+    )
+    os._exit(1)
+
+
+#: The reaper of a worker's process group (see :func:`_reap_group_after_this_worker`).
+_REAPER = """
+import os, signal, sys, time
+worker, period = int(sys.argv[1]), float(sys.argv[2])
+while os.getppid() == worker:
+    time.sleep(period)
+os.killpg(0, signal.SIGKILL)
+"""
+
+_reaper: subprocess.Popen[bytes] | None = None
+
+
+def _reap_group_after_this_worker() -> None:
+    """Start a small process that waits for this worker to end, however it ends, then kills
+    the worker's process group, itself included.
+
+    The parent-death signal kills the worker alone, with no chance to clean up, and the
+    processes it started would outlive it (vLLM's engine core, which holds the GPU, does
+    not end with its parent: vllm-project/vllm issue 55510); they are in its group unless
+    they left it (``setsid``). The reaper polls like the watchdog, from a process of its
+    own, so nothing the worker runs can delay it; ``-I -S`` keep its start to milliseconds.
+    """
+    global _reaper
+    _reaper = subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", _REAPER, str(os.getpid()), str(WATCHDOG_PERIOD_S)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,  # never the protocol's pipe: the parent reads its end to EOF
+    )
+
+
+def process_pool(max_workers: int) -> ProcessPoolExecutor:
+    """A process pool whose workers end when this process ends (:func:`die_with_parent` is
+    their initializer).
+
+    They are started with ``spawn`` on every platform: each is then a child of this process
+    (under ``forkserver``, Python 3.14's default on Linux, the fork server would be their
+    parent) and inherits no lock another thread held (``fork``). They start from the thread
+    that submits to the pool, and Linux kills them when that thread ends: keep the pool in a
+    ``with`` block in that thread.
+    """
+    return ProcessPoolExecutor(
+        max_workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=die_with_parent,
+        initargs=(os.getpid(),),
+    )
+
+
+_Start = tuple[Callable[[], Any], Future[Any]]
+_starter: tuple[threading.Thread, queue.SimpleQueue[_Start]] | None = None
+_starter_lock = threading.Lock()
+
+
+def _from_a_lasting_thread(start: Callable[[], _T]) -> _T:
+    """``start()``, called from a thread that lasts as long as this process.
+
+    Linux sends the parent-death signal when the *thread* that started the child ends, not
+    its process, so a worker started from a short-lived thread (an audit lane, a thread
+    pool's job) and used after it would be killed. The main thread lasts as long as the
+    process; from any other thread the start is handed to one daemon thread kept for it (a
+    forked child, where that thread does not exist, starts its own).
+    """
+    global _starter
+    if threading.current_thread() is threading.main_thread():
+        return start()
+    with _starter_lock:
+        if _starter is None or not _starter[0].is_alive():
+            jobs: queue.SimpleQueue[_Start] = queue.SimpleQueue()
+            thread = threading.Thread(target=_run_starts, args=(jobs,), name="verispec-starter", daemon=True)
+            thread.start()
+            _starter = (thread, jobs)
+        jobs = _starter[1]
+    done: Future[_T] = Future()
+    jobs.put((start, done))
+    return done.result()
+
+
+def _run_starts(jobs: queue.SimpleQueue[_Start]) -> None:
+    while True:
+        start, done = jobs.get()
+        try:
+            done.set_result(start())
+        except BaseException as exc:  # raised again in the thread that asked
+            done.set_exception(exc)
 
 
 def error_record(exc: BaseException) -> dict[str, Any]:
@@ -183,12 +351,24 @@ class Worker:
             self.restarts += 1
         self._started_once = True
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close(), with the process)
-        self.proc = subprocess.Popen(
-            [self.python, "-m", self.module],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            env=worker_env(self.threads, foreign=self.python != sys.executable),
+        env = worker_env(self.threads, foreign=self.python != sys.executable)
+        env[PARENT_PID_ENV] = str(os.getpid())  # serve() makes the worker die with this process
+        stderr = self._stderr
+        # A session (hence a process group) of its own, so that the processes an engine starts
+        # (vLLM's engine core, compile workers) end with the worker instead of keeping a core
+        # or the GPU: close() kills the group when the worker hangs or is done, and serve()'s
+        # reaper when the worker ends any other way (its parent's death included). An engine
+        # that signals its own group on shutdown cannot reach verispec either. The terminal's
+        # Ctrl-C reaches the parent only, which closes its workers (or dies, and they with it).
+        self.proc = _from_a_lasting_thread(
+            lambda: subprocess.Popen(
+                [self.python, "-m", self.module],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                env=env,
+                start_new_session=True,
+            )
         )
         self._buffer = b""
         self._send(self.config)
@@ -271,8 +451,10 @@ class Worker:
         return " | ".join(text[-lines:])
 
     def close(self) -> None:
+        """Kill the worker and its process group (the processes it started), if it runs."""
         if self.proc is not None:
-            self.proc.kill()
+            with contextlib.suppress(ProcessLookupError, PermissionError):  # none left (macOS: zombies)
+                os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
             for stream in (self.proc.stdin, self.proc.stdout):
                 if stream:
@@ -298,8 +480,16 @@ def serve(build: Callable[[dict[str, Any]], Handler]) -> int:
     request line (an exception as ``{"exception": record}``) until the input closes.
 
     The protocol keeps the real standard output; the code under test writes to standard
-    error whatever it prints.
+    error whatever it prints. Started by :class:`Worker`, which passes its pid in
+    ``VERISPEC_PARENT_PID``, the worker first binds itself to end with that parent
+    (:func:`die_with_parent`) and the process group it leads to end with it. The variable
+    is taken out of the environment, so that processes the handler starts do not inherit it.
     """
+    parent = os.environ.pop(PARENT_PID_ENV, None)
+    if parent:
+        die_with_parent(int(parent))
+        if os.getpgrp() == os.getpid():  # the group is this worker's own (Worker starts it so)
+            _reap_group_after_this_worker()
     channel = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.path.insert(0, os.getcwd())

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -34,6 +35,7 @@ from verispec.exact.search import (
     random_tree_instances,
 )
 from verispec.exact.symbolic import TheoremResult, theorems_for
+from verispec.isolation import process_pool
 from verispec.verdicts import RunVerdict, VerdictKind
 from verispec.verifiers import registry
 from verispec.verifiers.trees import LAWS
@@ -402,7 +404,8 @@ def prove(
 ) -> list[ProveResult]:
     """Prove or refute each named verifier (all registered ones by default).
 
-    With ``jobs > 1`` verifiers are checked in parallel processes. ``on_result`` is called
+    With ``jobs > 1`` verifiers are checked in parallel processes, which end with this one
+    (:func:`verispec.isolation.process_pool`). ``on_result`` is called
     as each result arrives, so a caller can record it before the next one finishes.
     Results are returned in the order of ``names``.
     """
@@ -421,9 +424,7 @@ def prove(
             if on_result:
                 on_result(results[name])
     else:
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        with process_pool(jobs) as pool:  # its processes end with this one, even killed
             futures = {pool.submit(_prove_one_job, (name, budget)): name for name in selected}
             if on_start:
                 for name in selected:
