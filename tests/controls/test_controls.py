@@ -281,7 +281,8 @@ class TestTwoSeamMutant:
     Q_UNTRUNCATED = (Fraction(3, 5), Fraction(1, 5), Fraction(1, 5))  # what the drafts follow
 
     def _first_token_law(self, drafts_from: tuple[Fraction, ...]) -> dict:
-        from verispec.engines.reference.bugs import _verify_rejecting_impossible_drafts
+        from verispec.engines.reference.hooks import _verify_rejecting_impossible_drafts
+
         from verispec.exact.executor import output_law
 
         def one_round(rand):

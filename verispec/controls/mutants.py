@@ -6,7 +6,7 @@ Each bug is declared where the thing it breaks is written:
   ``@tree_verifier(kind="control", ...)``); the exact checker must refute them;
 * **engine** bugs are declared in the engine adapters, beside the seam each replaces
   (:func:`verispec.engines.bugs.planted_bug`; the reference engine's in
-  :mod:`verispec.engines.reference.bugs`), and read through the engine registry; the
+  :mod:`verispec.engines.reference.hooks`), and read through the engine registry; the
   conformance checks their records name must catch them, each through its named evidence;
 * **index** bugs are the refuted conventions of the SMT catalog (:mod:`verispec.smt.catalog`);
   z3 must refute them.

@@ -4,24 +4,20 @@ It runs a draft and a target :class:`~verispec.engines.torchlm.TorchLM` with the
 caches, verifies with the float execution of a registered chain verifier, and takes every
 mask, position, crop, draft-sync and truncation from :mod:`verispec.smt.index`.
 
-* :mod:`~verispec.engines.reference.hooks`: the seams of a round (:class:`Hooks`) and their
-  correct versions;
+* :mod:`~verispec.engines.reference.hooks`: the seams of a round (:class:`Hooks`), their
+  correct versions, and the planted bugs, each declared on the function that replaces one seam;
 * :mod:`~verispec.engines.reference.engine`: the rounds (:class:`ReferenceEngine`) and the
-  built-in engines ``reference``, ``reference-paged`` and ``reference-tree``;
-* :mod:`~verispec.engines.reference.bugs`: the planted bugs, each declared on the function that
-  replaces one seam.
+  built-in engines ``reference``, ``reference-paged`` and ``reference-tree``.
 """
 
 from __future__ import annotations
 
-from verispec.engines.reference import bugs
 from verispec.engines.reference.engine import ReferenceEngine, make_reference
 from verispec.engines.reference.hooks import Hooks, planted_hooks, probs, verify_correctly, with_hooks
 
 __all__ = [
     "Hooks",
     "ReferenceEngine",
-    "bugs",
     "make_reference",
     "planted_hooks",
     "probs",

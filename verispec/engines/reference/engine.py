@@ -8,7 +8,7 @@ takes every mask, position, crop, draft-sync and truncation from :mod:`verispec.
 A round reads like the algorithm: propose ``gamma`` drafts, one verify pass, verify, commit
 the block (truncated at a stop id and at the budget), crop the target cache, sync the draft
 cache. Each step is a seam of :class:`~verispec.engines.reference.hooks.Hooks`, and a planted
-bug (:mod:`verispec.engines.reference.bugs`) replaces exactly one of them; the round never
+bug (:mod:`verispec.engines.reference.hooks`) replaces exactly one of them; the round never
 names one.
 """
 
@@ -432,7 +432,7 @@ def make_reference(
     draft: str | None = None,
 ) -> ReferenceEngine:
     """The reference engine on a tiny seeded model pair (``tree``: children per depth), with
-    the planted bugs ``mutations`` (:mod:`verispec.engines.reference.bugs`) swapped into its
+    the planted bugs ``mutations`` (:mod:`verispec.engines.reference.hooks`) swapped into its
     hooks."""
     name = "reference-tree" if tree else "reference-paged" if page_size else "reference"
     hooks = planted_hooks(engines.planted("reference-tree" if tree else "reference", mutations))
