@@ -458,7 +458,9 @@ class Worker:
             self.proc.wait()
             for stream in (self.proc.stdin, self.proc.stdout):
                 if stream:
-                    stream.close()
+                    # a request still buffered for a worker that died cannot be flushed
+                    with contextlib.suppress(BrokenPipeError):
+                        stream.close()
             self.proc = None
         if self._stderr is not None:
             self._stderr.close()
