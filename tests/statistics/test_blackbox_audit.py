@@ -98,7 +98,7 @@ def test_a_tree_drawn_by_several_draft_models_carries_their_rows() -> None:
     """Under the "multi" law each sibling comes from its own draft model: the black box gets
     ``sibling_probs`` (without it, MSS under that law cannot run)."""
     from verispec.audits.instances import tree_audit_instances
-    from verispec.audits.worker import sample_instance
+    from verispec.audits.rounds import sample_instance
 
     seen = []
 
@@ -430,11 +430,11 @@ class TestCli:
 
 
 def test_budgets_are_parsed_and_bad_ones_named() -> None:
-    from verispec.audits.budget import Budget, parse_budget
+    from verispec.audits.budgeted import SamplingBudget, parse_budget
 
-    assert parse_budget("60s") == Budget(seconds=60.0)
-    assert parse_budget("1.5m") == Budget(seconds=90.0)
-    assert parse_budget("2000000") == Budget(samples=2_000_000)
+    assert parse_budget("60s") == SamplingBudget(seconds=60.0)
+    assert parse_budget("1.5m") == SamplingBudget(seconds=90.0)
+    assert parse_budget("2000000") == SamplingBudget(samples=2_000_000)
     for bad in ["0s", "0", "-5s", "-3", "ten", "5h", ""]:
         with pytest.raises(UsageError, match=f"budget={bad!r}"):
             parse_budget(bad)
@@ -460,7 +460,7 @@ def test_the_closed_form_e_value_is_the_sequential_one() -> None:
 
 
 def test_the_resolution_inverts_the_plan() -> None:
-    from verispec.audits.budget import resolution
+    from verispec.audits.budgeted import resolution
     from verispec.stats.plan import chi_square_sample_size
 
     for tv, df in [(0.05, 10), (0.01, 40)]:
@@ -491,9 +491,9 @@ def test_a_budgeted_audit_stops_early_on_a_control() -> None:
 
 
 def _samples(n: int):
-    from verispec.audits.budget import Budget
+    from verispec.audits.budgeted import SamplingBudget
 
-    return Budget(samples=n)
+    return SamplingBudget(samples=n)
 
 
 @pytest.mark.statistical
@@ -511,7 +511,7 @@ def test_the_cli_runs_a_budgeted_audit_in_the_worker(tmp_path) -> None:
 def test_the_fast_draws_are_seeded_randoms_draws() -> None:
     """The worker's cached inverse-CDF draws take the same uniforms to the same cells as
     SeededRandom.categorical, zeros and the rounding gap at the top included."""
-    from verispec.audits.worker import _Cumulative
+    from verispec.audits.rounds import _Cumulative
     from verispec.core.random import SeededRandom
 
     rows = [(0.0, 0.25, 0.0, 0.75), (0.5, 0.5, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0), (0.1, 0.2, 0.3, 0.4)]
@@ -526,7 +526,7 @@ def test_the_fast_draws_are_seeded_randoms_draws() -> None:
 def test_a_verifier_writing_into_its_inputs_changes_nothing() -> None:
     from tests.fixtures.black_boxes import speculative_sampling, writes_into_inputs
     from verispec.audits.instances import chain_audit_instances
-    from verispec.audits.worker import sample_instance
+    from verispec.audits.rounds import sample_instance
 
     item = chain_audit_instances(0)[0]
     assert sample_instance(writes_into_inputs, item, 3000, 5) == sample_instance(

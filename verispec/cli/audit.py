@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> RunVerdict:
         return _boundary(args, kind, function)
     budget = None
     if args.budget is not None:
-        from verispec.audits.budget import parse_budget
+        from verispec.audits.budgeted import parse_budget
 
         budget = parse_budget(args.budget)
 
