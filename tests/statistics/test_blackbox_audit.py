@@ -387,6 +387,7 @@ class TestCli:
                 "audit",
                 "--chain",
                 "tests.fixtures.black_boxes:resample_on_reject",
+                "--planned",
                 "--out",
                 str(tmp_path),
                 "--json",
@@ -405,6 +406,22 @@ class TestCli:
         assert markdown.startswith("# Audit of")
         assert "decided by" in markdown
         assert json.loads((tmp_path / "audit.json").read_text())["kind"] == "chain"
+
+    @pytest.mark.statistical
+    def test_an_audit_that_names_no_design_is_budgeted(self, tmp_path, monkeypatch, capsys) -> None:
+        """The command's default is the budgeted design (60 s; here shrunk to 9,000 samples so the
+        test stays fast), each instance reporting its resolution; the reproduce command names
+        the budget, and the start line says how to get the planned design."""
+        import verispec.cli.audit as cli_audit
+
+        monkeypatch.setattr(cli_audit, "DEFAULT_BUDGET", "9000")
+        box = "tests.fixtures.black_boxes:speculative_sampling"
+        assert main(["audit", "--chain", box, "--alpha", str(PER_TEST_ALPHA), "--out", str(tmp_path)]) == 0
+        err = capsys.readouterr().err
+        assert "budget 9000 samples (the default; --planned for a fixed design at TV 0.05)" in err
+        report = json.loads((tmp_path / "audit.json").read_text())
+        assert report["budget"] == "9000 samples" and "--budget 9000 --seed 0" in report["reproduce"]
+        assert all(i["n"] == 1000 and i["resolution_tv"] and i["stopped"] for i in report["instances"])
 
     def test_plan_command(self, capsys) -> None:
         assert main(["plan", "--null", "0.5,0.3,0.2", "--alternative", "0.4,0.32,0.28", "--json"]) == 0
