@@ -11,6 +11,7 @@ target (full acceptance).
 from __future__ import annotations
 
 import itertools
+import random
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -152,8 +153,6 @@ def _ambiguous(model: Any, config: SamplingConfig, vocab: int, depth: int) -> bo
 def _distinct_rows(vocab: int, depth: int, seed: int) -> TableModel:
     """Rows of distinct weights from 1 to 99, one of them zeroed in every other row (zeros
     still occur, but never two in a row), so no two possible tokens of a row tie."""
-    import random
-
     rng = random.Random(seed)
     rows = {}
     for prefix in _prefixes(vocab, depth):
