@@ -37,7 +37,7 @@ def _has_transformers() -> bool:
 
 
 def resolution_table() -> None:
-    from verispec.audits.budget import Budget
+    from verispec.audits.budgeted import SamplingBudget
     from verispec.audits.runner import audit
 
     print("== resolution per instance, --budget 60s (alpha 1e-6 over 8 instances, power 0.99)")
@@ -46,7 +46,7 @@ def resolution_table() -> None:
             print(f"{function}: left out (needs transformers)")
             continue
         start = time.perf_counter()
-        result = audit(function, "chain", budget=Budget(seconds=60.0))
+        result = audit(function, "chain", budget=SamplingBudget(seconds=60.0))
         wall = time.perf_counter() - start
         print(f"{function} ({wall:.0f} s, verdict {result.verdict})")
         for r in result.instances:
@@ -58,7 +58,7 @@ def resolution_table() -> None:
 
 def detection_table() -> None:
     from verispec.audits.adapters import black_box
-    from verispec.audits.budget import Budget
+    from verispec.audits.budgeted import SamplingBudget
     from verispec.audits.runner import audit
 
     print("== samples to detection of the chain controls (alpha 1e-6)")
@@ -87,7 +87,7 @@ def detection_table() -> None:
     for name in [*CONTROLS, DAMPED]:
         box = load_function(name) if ":" in name else black_box(name)
         planned = audit(box, "chain")
-        budgeted = audit(box, "chain", budget=Budget(samples=400_000))
+        budgeted = audit(box, "chain", budget=SamplingBudget(samples=400_000))
         b = first(budgeted)
         label = "damped-ratio (fixture)" if name == DAMPED else name
         print(f"{label:<22}{cells(planned)}   {cells(budgeted)}  ({b.stopped if b else '-'})")

@@ -98,7 +98,7 @@ def test_a_tree_drawn_by_several_draft_models_carries_their_rows() -> None:
     """Under the "multi" law each sibling comes from its own draft model: the black box gets
     ``sibling_probs`` (without it, MSS under that law cannot run)."""
     from verispec.audits.instances import tree_audit_instances
-    from verispec.audits.worker import sample_instance
+    from verispec.audits.rounds import sample_instance
 
     seen = []
 
@@ -387,6 +387,7 @@ class TestCli:
                 "audit",
                 "--chain",
                 "tests.fixtures.black_boxes:resample_on_reject",
+                "--planned",
                 "--out",
                 str(tmp_path),
                 "--json",
@@ -405,6 +406,22 @@ class TestCli:
         assert markdown.startswith("# Audit of")
         assert "decided by" in markdown
         assert json.loads((tmp_path / "audit.json").read_text())["kind"] == "chain"
+
+    @pytest.mark.statistical
+    def test_an_audit_that_names_no_design_is_budgeted(self, tmp_path, monkeypatch, capsys) -> None:
+        """The command's default is the budgeted design (60 s; here shrunk to 9,000 samples so the
+        test stays fast), each instance reporting its resolution; the reproduce command names
+        the budget, and the start line says how to get the planned design."""
+        import verispec.cli.audit as cli_audit
+
+        monkeypatch.setattr(cli_audit, "DEFAULT_BUDGET", "9000")
+        box = "tests.fixtures.black_boxes:speculative_sampling"
+        assert main(["audit", "--chain", box, "--alpha", str(PER_TEST_ALPHA), "--out", str(tmp_path)]) == 0
+        err = capsys.readouterr().err
+        assert "budget 9000 samples (the default; --planned for a fixed design at TV 0.05)" in err
+        report = json.loads((tmp_path / "audit.json").read_text())
+        assert report["budget"] == "9000 samples" and "--budget 9000 --seed 0" in report["reproduce"]
+        assert all(i["n"] == 1000 and i["resolution_tv"] and i["stopped"] for i in report["instances"])
 
     def test_plan_command(self, capsys) -> None:
         assert main(["plan", "--null", "0.5,0.3,0.2", "--alternative", "0.4,0.32,0.28", "--json"]) == 0
@@ -430,11 +447,11 @@ class TestCli:
 
 
 def test_budgets_are_parsed_and_bad_ones_named() -> None:
-    from verispec.audits.budget import Budget, parse_budget
+    from verispec.audits.budgeted import SamplingBudget, parse_budget
 
-    assert parse_budget("60s") == Budget(seconds=60.0)
-    assert parse_budget("1.5m") == Budget(seconds=90.0)
-    assert parse_budget("2000000") == Budget(samples=2_000_000)
+    assert parse_budget("60s") == SamplingBudget(seconds=60.0)
+    assert parse_budget("1.5m") == SamplingBudget(seconds=90.0)
+    assert parse_budget("2000000") == SamplingBudget(samples=2_000_000)
     for bad in ["0s", "0", "-5s", "-3", "ten", "5h", ""]:
         with pytest.raises(UsageError, match=f"budget={bad!r}"):
             parse_budget(bad)
@@ -460,7 +477,7 @@ def test_the_closed_form_e_value_is_the_sequential_one() -> None:
 
 
 def test_the_resolution_inverts_the_plan() -> None:
-    from verispec.audits.budget import resolution
+    from verispec.audits.budgeted import resolution
     from verispec.stats.plan import chi_square_sample_size
 
     for tv, df in [(0.05, 10), (0.01, 40)]:
@@ -491,9 +508,9 @@ def test_a_budgeted_audit_stops_early_on_a_control() -> None:
 
 
 def _samples(n: int):
-    from verispec.audits.budget import Budget
+    from verispec.audits.budgeted import SamplingBudget
 
-    return Budget(samples=n)
+    return SamplingBudget(samples=n)
 
 
 @pytest.mark.statistical
@@ -511,7 +528,7 @@ def test_the_cli_runs_a_budgeted_audit_in_the_worker(tmp_path) -> None:
 def test_the_fast_draws_are_seeded_randoms_draws() -> None:
     """The worker's cached inverse-CDF draws take the same uniforms to the same cells as
     SeededRandom.categorical, zeros and the rounding gap at the top included."""
-    from verispec.audits.worker import _Cumulative
+    from verispec.audits.rounds import _Cumulative
     from verispec.core.random import SeededRandom
 
     rows = [(0.0, 0.25, 0.0, 0.75), (0.5, 0.5, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0), (0.1, 0.2, 0.3, 0.4)]
@@ -526,7 +543,7 @@ def test_the_fast_draws_are_seeded_randoms_draws() -> None:
 def test_a_verifier_writing_into_its_inputs_changes_nothing() -> None:
     from tests.fixtures.black_boxes import speculative_sampling, writes_into_inputs
     from verispec.audits.instances import chain_audit_instances
-    from verispec.audits.worker import sample_instance
+    from verispec.audits.rounds import sample_instance
 
     item = chain_audit_instances(0)[0]
     assert sample_instance(writes_into_inputs, item, 3000, 5) == sample_instance(

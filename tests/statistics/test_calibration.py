@@ -4,7 +4,7 @@ Design: 2000 null repetitions at alpha = 0.01 per verifier. A correct test rejec
 times; the assertion fails only above the count whose upper-tail probability is below
 PER_TEST_ALPHA, so a calibrated test fails it with probability at most PER_TEST_ALPHA. The full
 calibration (20,000 repetitions, alpha 0.01 and 0.001, power on controls) is the slow
-`python -m verispec.stats.calibration`, whose tables are in docs/reference/calibration.md.
+`python -m verispec.audits.calibration`, whose tables are in docs/reference/calibration.md.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from verispec.stats.calibration import calibrate, sequential_false_alarms
+from verispec.audits.calibration import calibrate, sequential_false_alarms
 from verispec.stats.constants import PER_TEST_ALPHA
 from verispec.stats.vectorised import token_level_rounds
 

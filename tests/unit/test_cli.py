@@ -40,6 +40,59 @@ class TestUsageErrors:
         assert code == 2 and "usage: verispec" in out
 
 
+class TestAuditDesigns:
+    """``verispec audit`` runs the budgeted design unless told otherwise; options of two designs
+    are a usage error naming both, raised before anything is sampled."""
+
+    BOX = "tests.fixtures.black_boxes:speculative_sampling"
+
+    @pytest.mark.parametrize(
+        ("options", "message"),
+        [
+            (
+                ["--planned", "--budget", "60s"],
+                "--planned and --budget=60s choose two designs (the planned design samples each instance "
+                "to the size planned for --tv; the budgeted design samples each for its share of the "
+                "budget): pass one of them",
+            ),
+            (
+                ["--tv", "0.02", "--budget"],
+                "--tv=0.02 and --budget=60s choose two designs (the planned design samples each instance "
+                "to the size planned for --tv; the budgeted design samples each for its share of the "
+                "budget): pass one of them",
+            ),
+            (
+                ["--boundary", "--planned"],
+                "--boundary and --planned choose two designs (the boundary mode pins the verifier's "
+                "uniforms and tests no law; the planned design samples each instance to the size planned "
+                "for --tv): pass one of them",
+            ),
+            (
+                ["--planned", "--workers", "2"],
+                "--workers=2 sets the worker processes of a budgeted audit; --planned runs one instance "
+                "at a time",
+            ),
+            (
+                ["--boundary", "--workers", "2"],
+                "--workers=2 sets the worker processes of a budgeted audit; --boundary runs one instance "
+                "at a time",
+            ),
+        ],
+    )
+    def test_two_designs_at_once_are_a_usage_error(self, capsys, options: list[str], message: str) -> None:
+        code, _, err = run(capsys, "audit", "--chain", self.BOX, *options)
+        assert code == 2
+        assert err.strip() == f"verispec: error: {message}"
+
+    def test_the_help_names_the_default_budget_and_the_planned_option(self, capsys) -> None:
+        with pytest.raises(SystemExit):
+            main(["audit", "--help"])
+        out = " ".join(capsys.readouterr().out.split())
+        assert "budgeted design, the default" in out
+        assert "(default and --budget alone: 60s)" in out
+        assert "--planned planned design instead of a budget" in out
+
+
 class TestProve:
     def test_json_has_the_documented_fields(self, capsys) -> None:
         code, out, _ = run(

@@ -34,9 +34,14 @@ from __future__ import annotations
 import contextlib
 import math
 import random as pyrandom
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from verispec.audits.rounds import BlackBoxError, ChainRounds, TreeRounds
+from verispec.core.random import SeededRandom
+from verispec.sampling import FloatInstance
 
 __all__ = [
     "BOUNDARIES",
@@ -64,7 +69,7 @@ def boundary_value(boundary: str, width: str, index: int, ratios: list[float]) -
     if boundary == "ratio":
         r = ratios[min(index, len(ratios) - 1)] if ratios else 0.0
         if width == "float32":
-            import numpy as np
+            import numpy as np  # deferred: heavy
 
             r = float(np.float32(r))
         # a uniform is never 1: a ratio of 1 pins the largest value below it
@@ -113,7 +118,7 @@ class PinnedGenerator:
         self._pins = pins
 
     def _draw(self, size: Any, width: str, source: str) -> Any:
-        import numpy as np
+        import numpy as np  # deferred: heavy
 
         if size is None:
             return self._pins.values(1, width, source)[0]
@@ -122,7 +127,7 @@ class PinnedGenerator:
         return np.asarray(self._pins.values(count, width, source), dtype=width).reshape(shape)
 
     def random(self, size: Any = None, dtype: Any = None, out: Any = None) -> Any:
-        import numpy as np
+        import numpy as np  # deferred: heavy
 
         width = "float32" if dtype is not None and np.dtype(dtype) == np.float32 else "float64"
         return self._draw(size, width, "rng.random")
@@ -132,7 +137,7 @@ class PinnedGenerator:
         return low + (high - low) * u
 
     def choice(self, a: Any, size: Any = None, replace: bool = True, p: Any = None) -> Any:
-        import numpy as np
+        import numpy as np  # deferred: heavy
 
         if size is not None or not replace:
             raise Unpinnable("the boundary mode pins single draws with replacement of rng.choice")
@@ -165,9 +170,7 @@ def pinned_globals(pins: Pins) -> Iterator[None]:
     """Pin the global generators' uniforms in this process for the duration: numpy's legacy
     functions, Python's ``random.random``, and torch's ``rand``, ``rand_like`` and
     ``Tensor.uniform_`` where torch is already imported."""
-    import sys
-
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     saved: list[tuple[Any, str, Any]] = []
 
@@ -252,9 +255,6 @@ class _ChainProbe:
     """One chain round for the probe: the verifier's arguments and the drafts' ratios."""
 
     def __init__(self, view: Any, seed: int) -> None:
-        from verispec.audits.worker import ChainRounds
-        from verispec.core.random import SeededRandom
-
         self.view, self.rounds = view, ChainRounds(view, SeededRandom(seed))
 
     def next(self) -> tuple[tuple[Any, ...], list[float], Callable[[Any], list[int]], list[int]]:
@@ -268,9 +268,6 @@ class _TreeProbe:
     """One tree round for the probe: the drafted tree's view and its nodes' ratios."""
 
     def __init__(self, view: Any, seed: int) -> None:
-        from verispec.audits.worker import TreeRounds
-        from verispec.core.random import SeededRandom
-
         self.rounds = TreeRounds(view, SeededRandom(seed))
 
     def next(self) -> tuple[tuple[Any, ...], list[float], Callable[[Any], list[int]], list[int]]:
@@ -288,9 +285,6 @@ def probe_instance(verify: Callable[..., Any], item: Any, calls: int, seed: int)
     instances); return the findings (tokens of target probability 0), the pinned draws by
     source and width, the draws left to the generator, and the error that stopped a
     boundary, if any. A tree finding's ``drafts`` are the tree's drafted tokens in node order."""
-    from verispec.audits.worker import BlackBoxError
-    from verispec.sampling import FloatInstance
-
     view: Any = FloatInstance(item.instance)
     findings: list[dict[str, Any]] = []
     errors: dict[str, str] = {}

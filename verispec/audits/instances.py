@@ -11,6 +11,7 @@ target (full acceptance).
 from __future__ import annotations
 
 import itertools
+import random
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -23,8 +24,11 @@ from verispec.verifiers.trees import TreeInstance
 
 __all__ = [
     "AuditInstance",
+    "battery",
+    "battery_options",
     "chain_audit_instances",
     "from_spec",
+    "law_option",
     "self_drafting_instances",
     "to_spec",
     "tree_audit_instances",
@@ -149,8 +153,6 @@ def _ambiguous(model: Any, config: SamplingConfig, vocab: int, depth: int) -> bo
 def _distinct_rows(vocab: int, depth: int, seed: int) -> TableModel:
     """Rows of distinct weights from 1 to 99, one of them zeroed in every other row (zeros
     still occur, but never two in a row), so no two possible tokens of a row tie."""
-    import random
-
     rng = random.Random(seed)
     rows = {}
     for prefix in _prefixes(vocab, depth):
@@ -298,6 +300,34 @@ def _residual_keeps_draft_support(size: int, law: str) -> AuditInstance:
         f"residual keeps the draft's support (target falling, draft rising, V={size}), tree [4], law {law}",
         TreeInstance(target, draft, (4,), law, drafts=extra),
     )
+
+
+def battery(
+    kind: str, seed: int, law: str, drafts: str = "given", vocab: int | None = None, pairs: int | None = None
+) -> list[AuditInstance]:
+    """The audit battery of ``kind`` (``"chain"`` or ``"tree"``, of candidate law ``law``; for
+    a chain black box that drafts for itself, the tie-free one), over ``vocab`` tokens with
+    ``pairs`` more random model pairs (``None``: the battery's defaults)."""
+    if kind not in ("chain", "tree"):
+        raise UsageError(f"kind={kind!r} must be 'chain' or 'tree'")
+    options: dict[str, Any] = {n: v for n, v in (("vocab", vocab), ("pairs", pairs)) if v is not None}
+    if kind == "tree":
+        return tree_audit_instances(seed, law=law, **options)
+    if drafts == "self":
+        return self_drafting_instances(seed, **options)
+    return chain_audit_instances(seed, **options)
+
+
+def battery_options(vocab: int | None, pairs: int | None) -> str:
+    """The battery's options on a reproduce command line."""
+    return (f" --vocab {vocab}" if vocab is not None else "") + (
+        f" --instances {pairs}" if pairs is not None else ""
+    )
+
+
+def law_option(kind: str, law: str) -> str:
+    """The tree battery's candidate law on a reproduce command line."""
+    return f" --law {law}" if kind == "tree" else ""
 
 
 def _table(model: Any, vocab: int, depth: int) -> dict[str, list[str]]:

@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
 from typing import Any
 
+from verispec.audits.budgeted import parse_budget
+from verispec.audits.runner import audit, boundary_audit
 from verispec.cli._common import int_at_least, progress, rate
+from verispec.errors import UsageError
+from verispec.report import write_json
 from verispec.verdicts import RunVerdict
 
-__all__ = ["add_parser", "run"]
+__all__ = ["DEFAULT_BUDGET", "add_parser", "run"]
+
+#: The budget of an audit that names no design: about a minute, the budgeted design's
+#: resolution reported per instance (a damped acceptance ratio the planned design at TV 0.05
+#: passes is rejected within it).
+DEFAULT_BUDGET = "60s"
+#: The planned design's effect unless ``--tv`` says otherwise.
+DEFAULT_TV = 0.05
 
 
 def add_parser(sub: Any) -> None:
@@ -18,7 +31,10 @@ def add_parser(sub: Any) -> None:
         description="Sample a black-box verifier on a battery of exact instances (random conditionals "
         "with zeros, temperature, top-k/top-p, forced rejection at each position, full "
         "acceptance) in a subprocess with a time limit, and test the law of its rounds "
-        "against the target's with a declared false-alarm rate and power.",
+        "against the target's with a declared false-alarm rate and power. By default each "
+        f"instance is sampled for its share of a {DEFAULT_BUDGET} budget and reports the smallest total "
+        "variation it resolves; --planned samples the fixed size planned for --tv instead, and "
+        "--boundary pins the verifier's uniforms at their edges.",
     )
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument(
@@ -55,17 +71,26 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--budget",
         nargs="?",
-        const="60s",
+        const=DEFAULT_BUDGET,
         default=None,
         metavar="TIME|SAMPLES",
-        help="budgeted design: sample each instance for its share of a time (60s, 2m) or sample budget "
-        "(2000000) and report the smallest total variation it resolves (--budget alone: 60s)",
+        help="budgeted design, the default: sample each instance for its share of a time (60s, 2m) or "
+        "sample budget (2000000) and report the smallest total variation it resolves (default and "
+        f"--budget alone: {DEFAULT_BUDGET})",
+    )
+    p.add_argument(
+        "--planned",
+        action="store_true",
+        help="planned design instead of a budget: sample each instance to the size that detects a "
+        f"total-variation distance of --tv (default {DEFAULT_TV:g}) with the declared power, the same "
+        "samples on every machine",
     )
     p.add_argument(
         "--workers",
         type=int_at_least("--workers", 1),
         default=None,
-        help="worker processes sampling instances at once in a budgeted audit (default: one per CPU)",
+        help="worker processes sampling instances at once in a budgeted audit (default: one per CPU; "
+        "not with --planned or --boundary)",
     )
     p.add_argument(
         "--boundary",
@@ -73,7 +98,7 @@ def add_parser(sub: Any) -> None:
         help="boundary mode: pin every uniform the verifier draws (from its rng or "
         "from numpy's, Python's and torch's global generators) at 0, the largest float below 1 and the "
         "drafted tokens' acceptance ratios, and report any emitted token of target probability 0 with the "
-        "chance per draw that a real generator hits that boundary",
+        "chance per draw that a real generator hits that boundary (not with --budget, --planned or --tv)",
     )
     p.add_argument(
         "--alpha", type=rate("--alpha"), default=1e-6, help="family-wise false-alarm rate (default 1e-6)"
@@ -82,16 +107,18 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--tv",
         type=float,
-        default=0.05,
-        help="smallest total-variation distance to detect per instance (default 0.05)",
+        default=None,
+        help="planned design: smallest total-variation distance to detect per instance (default "
+        f"{DEFAULT_TV:g}; implies --planned)",
     )
     p.add_argument("--seed", type=int_at_least("--seed", 0), default=0, help="seed (default 0)")
     p.add_argument(
         "--timeout",
         type=float,
         default=120.0,
-        help="time limit per instance in seconds; the samples drawn before it are kept and tested, and an "
-        "instance it cuts short makes the audit inconclusive unless something is rejected",
+        help="time limit in seconds per instance (per chunk of samples in a budgeted audit); the samples "
+        "drawn before it are kept and tested, and an instance it cuts short makes the audit inconclusive "
+        "unless something is rejected",
     )
     p.add_argument(
         "--threads",
@@ -114,22 +141,15 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> RunVerdict:
-
-    from verispec.audits.runner import audit
-
     kind, function = ("chain", args.chain) if args.chain else ("tree", args.tree)
-    _refuse_overwrite(args, "boundary" if args.boundary else "audit")
-    if args.drafts == "self" and (args.boundary or kind != "chain"):
-        from verispec.errors import UsageError
-
+    design = _design(args)
+    _refuse_overwrite(args, "boundary" if design == "boundary" else "audit")
+    if args.drafts == "self" and (design == "boundary" or kind != "chain"):
         raise UsageError("--drafts self audits a --chain function by sampling; not with --tree or --boundary")
-    if args.boundary:
+    if design == "boundary":
         return _boundary(args, kind, function)
-    budget = None
-    if args.budget is not None:
-        from verispec.audits.budget import parse_budget
-
-        budget = parse_budget(args.budget)
+    budget = parse_budget(args.budget or DEFAULT_BUDGET) if design == "budgeted" else None
+    tv = DEFAULT_TV if args.tv is None else args.tv
 
     def show(r: Any) -> None:
         if args.json:
@@ -145,7 +165,13 @@ def run(args: argparse.Namespace) -> RunVerdict:
         progress(f"  {mark} {r.name:<45} n={r.n:<8} {p:<26} {tv:<10} {r.error or r.incomplete or ''}")
 
     if not args.json:
-        plan = f"budget {budget.describe()}" if budget else f"TV {args.tv:g}"
+        if budget is None:
+            plan = f"planned for TV {tv:g}"
+        elif args.budget is None:
+            default = f"the default; --planned for a fixed design at TV {DEFAULT_TV:g}"
+            plan = f"budget {budget.describe()} ({default})"
+        else:
+            plan = f"budget {budget.describe()}"
         under = f" under {args.python}" if args.python else ""
         progress(
             f"auditing {function} ({kind}) in a subprocess{under} ({args.threads} thread(s)), "
@@ -156,7 +182,7 @@ def run(args: argparse.Namespace) -> RunVerdict:
         kind,
         alpha=args.alpha,
         power=args.power,
-        tv=args.tv,
+        tv=tv,
         seed=args.seed,
         timeout_s=args.timeout,
         law=args.law,
@@ -174,12 +200,41 @@ def run(args: argparse.Namespace) -> RunVerdict:
     return result.verdict
 
 
+#: What each design does, for the usage error that names two of them.
+_DESIGNS = {
+    "boundary": "the boundary mode pins the verifier's uniforms and tests no law",
+    "planned": "the planned design samples each instance to the size planned for --tv",
+    "budgeted": "the budgeted design samples each for its share of the budget",
+}
+
+
+def _design(args: argparse.Namespace) -> str:
+    """The audit's design: ``boundary`` (``--boundary``), ``planned`` (``--planned`` or
+    ``--tv``) or ``budgeted`` (``--budget``, and the default). Options of two designs, or
+    ``--workers`` outside a budgeted audit, are a usage error naming them."""
+    chosen: list[tuple[str, str]] = []
+    if args.boundary:
+        chosen.append(("boundary", "--boundary"))
+    if args.planned or args.tv is not None:
+        chosen.append(("planned", "--planned" if args.planned else f"--tv={args.tv:g}"))
+    if args.budget is not None:
+        chosen.append(("budgeted", f"--budget={args.budget}"))
+    if len(chosen) > 1:
+        (first, a), (second, b) = chosen[:2]
+        raise UsageError(
+            f"{a} and {b} choose two designs ({_DESIGNS[first]}; {_DESIGNS[second]}): pass one of them"
+        )
+    design, option = chosen[0] if chosen else ("budgeted", "")
+    if args.workers is not None and design != "budgeted":
+        raise UsageError(
+            f"--workers={args.workers} sets the worker processes of a budgeted audit; {option} runs one "
+            "instance at a time"
+        )
+    return design
+
+
 def _refuse_overwrite(args: argparse.Namespace, stem: str) -> None:
     """An ``--out`` folder that already holds a report is replaced only with ``--force``."""
-    import os
-
-    from verispec.errors import UsageError
-
     if args.out and not args.force:
         held = [f for f in (f"{stem}.json", f"{stem}.md") if os.path.exists(os.path.join(args.out, f))]
         if held:
@@ -190,9 +245,6 @@ def _refuse_overwrite(args: argparse.Namespace, stem: str) -> None:
 
 def _finish(args: argparse.Namespace, stem: str, result: Any, summary: str) -> None:
     """Write ``STEM.json`` and ``STEM.md`` under ``--out``; print the JSON or the summary."""
-    import json
-    import os
-
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, f"{stem}.json"), "w", encoding="utf-8") as stream:
@@ -200,16 +252,12 @@ def _finish(args: argparse.Namespace, stem: str, result: Any, summary: str) -> N
         with open(os.path.join(args.out, f"{stem}.md"), "w", encoding="utf-8") as stream:
             stream.write(result.markdown())
     if args.json:
-        from verispec.report import write_json
-
         write_json(result.to_json())
     else:
         print(summary)
 
 
 def _boundary(args: argparse.Namespace, kind: str, function: str) -> RunVerdict:
-    from verispec.audits.runner import boundary_audit
-
     def show(r: dict[str, Any]) -> None:
         if args.json:
             return

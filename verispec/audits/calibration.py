@@ -11,20 +11,24 @@ sample) then measures, over many repetitions:
 * the **power** of the same planned test on controls, at the audit's own rate.
 
 :func:`sequential_false_alarms` does the same for the SPRT and the Dirichlet e-process under
-the null. ``python -m verispec.stats.calibration`` writes ``docs/reference/calibration.md``.
+the null. ``python -m verispec.audits.calibration`` writes ``docs/reference/calibration.md``.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from verispec.audits.instances import chain_audit_instances, tree_audit_instances
 from verispec.core.models import RandomRationalModel
 from verispec.exact.criterion import _walk, round_law, target_law
-from verispec.stats.gof import pooled_cells
+from verispec.report.markdown import table
+from verispec.stats.constants import SUITE_ALPHA
+from verispec.stats.gof import pooled_cells, williams_factor
 from verispec.stats.plan import chi_square_sample_size
 from verispec.stats.vectorised import law_counts
 from verispec.verifiers import registry
@@ -35,7 +39,7 @@ __all__ = ["CalibrationRow", "calibrate", "clopper_pearson", "continuation_law",
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    from scipy import stats
+    from scipy import stats  # deferred: heavy
 
     a = (1 - level) / 2
     low = 0.0 if k == 0 else float(stats.beta.ppf(a, k, n - k + 1))
@@ -51,10 +55,8 @@ def continuation_law(entry: Any, instance: Any) -> dict[tuple[int, ...], Fractio
 
 def _g_pvalues(counts: Any, probs: Any, outside: Any) -> Any:
     """The audit's test, vectorised: G with Williams' correction (see :func:`~verispec.stats.gof.g_test`)."""
-    import numpy as np
-    from scipy import stats
-
-    from verispec.stats.gof import williams_factor
+    import numpy as np  # deferred: heavy
+    from scipy import stats  # deferred: heavy
 
     n = counts.sum(axis=1, keepdims=True)
     expected = n * probs[None, :]
@@ -106,8 +108,6 @@ class CalibrationRow:
 
 def _audit_instance_for(entry: Any) -> tuple[str, Any]:
     """The audit-battery instance on which ``entry`` is farthest from the target."""
-    from verispec.audits.instances import chain_audit_instances, tree_audit_instances
-
     if isinstance(entry, registry.TreeVerifier):
         items = tree_audit_instances(0, law=entry.laws[0])
     else:
@@ -148,7 +148,7 @@ def calibrate(
     The sample size is planned as the audit plans it (``plan_alpha``, default ``alpha``,
     power ``power`` against total variation ``tv``); the test is then run at ``alpha``.
     """
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     rng = np.random.default_rng(seed)
     rows = []
@@ -190,7 +190,7 @@ def sequential_false_alarms(
 ) -> dict[str, Any]:
     """Null paths of the SPRT (against ``alternative``) and the Dirichlet(100 p) e-process:
     rejection rates with Clopper-Pearson intervals, and mean stopping times."""
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     rng = np.random.default_rng(seed)
     p, q = np.asarray(null, float), np.asarray(alternative, float)
@@ -229,16 +229,13 @@ def sequential_false_alarms(
 
 
 def write_tables(path: str, *, reps: int = 20_000) -> None:  # pragma: no cover - a slow, manual run
-    """Run the full calibration and write the Markdown tables (``python -m verispec.stats.calibration``)."""
-    from verispec.report.markdown import table
-    from verispec.stats.constants import SUITE_ALPHA
-
+    """Run the full calibration and write the Markdown tables (``python -m verispec.audits.calibration``)."""
     exact = registry.names("exact")
     controls = [n for n in registry.names("control") if n not in CALIBRATION_SKIP]
     lines = [
         "# Calibration of verispec's tests (measured)",
         "",
-        "Written by `python -m verispec.stats.calibration`. Samples are drawn, vectorised, from the exact",
+        "Written by `python -m verispec.audits.calibration`. Samples are drawn, vectorised, from the exact",
         "law of one round followed by target sampling (L = gamma + 1 tokens), enumerated by the exact",
         "executor; the test is the audit's G-test on cells pooled from the target law, with the audit's",
         "sample-size plan (power 0.99 against TV >= 0.05).",
@@ -310,6 +307,4 @@ def write_tables(path: str, *, reps: int = 20_000) -> None:  # pragma: no cover 
 CALIBRATION_SKIP = ("missing-bonus",)
 
 if __name__ == "__main__":  # pragma: no cover
-    import sys
-
     write_tables(sys.argv[1] if len(sys.argv) > 1 else "docs/reference/calibration.md")
