@@ -13,8 +13,10 @@ True
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
+from verispec._compat import deprecated_name
 from verispec._version import __version__
 
 __all__ = [
@@ -113,7 +115,7 @@ _LAZY = {
     "check_multi_round": "verispec.exact.criterion",
     "expected_accepted": "verispec.exact.criterion",
     "output_law": "verispec.exact.executor",
-    "sample_blocks": "verispec.sampling",
+    "sample_blocks": "verispec.verifiers.float_execution",
     "Engine": "verispec.engines.protocol",
     "Request": "verispec.engines.protocol",
     "Sampling": "verispec.engines.protocol",
@@ -138,11 +140,7 @@ _DEPRECATED = {
 
 
 def __getattr__(name: str) -> Any:
-    import importlib
-
     if name in _DEPRECATED:
-        from verispec._compat import deprecated_name
-
         module, new = _DEPRECATED[name]
         deprecated_name(f"verispec.{name}", f"verispec.{new}")
         return getattr(importlib.import_module(module), new)

@@ -19,8 +19,10 @@ __all__ = ["MOVED_MODULES", "REMOVED_IN", "deprecated_name", "moved"]
 REMOVED_IN = "0.2"
 #: Every module left at an old path, and its new path.
 MOVED_MODULES = {
+    "verispec.conformance.pytest_plugin": "verispec.conformance.pytest_suite",
     "verispec.engines.models": "verispec.engines.model_pairs",
     "verispec.exact.seeds": "verispec.exact.articles",
+    "verispec.sampling": "verispec.verifiers.float_execution",
 }
 
 

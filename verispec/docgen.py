@@ -18,14 +18,20 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from verispec.conformance.checks import checks as all_checks
+from verispec.controls.mutants import catalog
+from verispec.engines import registry as engine_registry
+from verispec.engines.protocol import CAPABILITIES
+from verispec.exact.symbolic import theorems
+from verispec.report.markdown import table
+from verispec.verifiers import registry
+
 __all__ = ["BLOCKS", "main", "render", "stale"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    from verispec.report.markdown import table
-
     return str(table(list(header), [[str(c) for c in row] for row in rows]))
 
 
@@ -34,8 +40,6 @@ def _code(text: str) -> str:
 
 
 def _theorem_proofs() -> dict[str, list[str]]:
-    from verispec.exact.symbolic import theorems
-
     by_verifier: dict[str, list[str]] = {}
     for t in theorems():
         for name in t.verifiers:
@@ -55,8 +59,6 @@ def _settings(entry: object) -> str:
 
 
 def chain_verifiers() -> str:
-    from verispec.verifiers import registry
-
     proofs = _theorem_proofs()
     rows = [
         [_code(v.name), v.drafter, v.summary, v.source, _proof(v.name, proofs), _settings(v)]  # type: ignore[union-attr]
@@ -66,8 +68,6 @@ def chain_verifiers() -> str:
 
 
 def chain_controls() -> str:
-    from verispec.verifiers import registry
-
     rows = [
         [_code(v.name), v.drafter, v.summary, v.source, _settings(v)]  # type: ignore[union-attr]
         for v in registry.verifiers("control", "chain")
@@ -76,8 +76,6 @@ def chain_controls() -> str:
 
 
 def tree_verifiers() -> str:
-    from verispec.verifiers import registry
-
     proofs = _theorem_proofs()
     rows = [
         [_code(v.name), ", ".join(v.laws), v.summary, v.source, _proof(v.name, proofs)]  # type: ignore[union-attr]
@@ -87,8 +85,6 @@ def tree_verifiers() -> str:
 
 
 def tree_controls() -> str:
-    from verispec.verifiers import registry
-
     rows = [
         [_code(v.name), ", ".join(v.laws), v.summary, v.source]  # type: ignore[union-attr]
         for v in registry.verifiers("control", "tree")
@@ -97,8 +93,6 @@ def tree_controls() -> str:
 
 
 def checks() -> str:
-    from verispec.conformance.checks import checks as all_checks
-
     rows = [
         [
             c.name,
@@ -127,9 +121,6 @@ def checks() -> str:
 
 
 def capabilities() -> str:
-    from verispec.conformance.checks import checks as all_checks
-    from verispec.engines.protocol import CAPABILITIES
-
     rows = [
         [_code(name), promise, ", ".join(c.name for c in all_checks() if name in c.needs | c.needs_one_of)]
         for name, promise in CAPABILITIES.items()
@@ -138,24 +129,20 @@ def capabilities() -> str:
 
 
 def engines() -> str:
-    from verispec.engines import registry
-
     rows = [
         [
             _code(e.name),
             e.summary,
-            e.install if e.extra in registry.EXTRA_INSTALL else f"`{e.install}`" if e.install else "",
+            e.install if e.extra in engine_registry.EXTRA_INSTALL else f"`{e.install}`" if e.install else "",
             ", ".join(sorted(e.capabilities)),
             len(e.mutants),
         ]
-        for e in registry.engines()
+        for e in engine_registry.engines()
     ]
     return _table(["engine", "what it is", "needs", "capabilities", "planted bugs (--mutation)"], rows)
 
 
 def controls() -> str:
-    from verispec.controls.mutants import catalog
-
     rows = [
         [
             _code(m.name),

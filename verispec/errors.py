@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import importlib
 from collections.abc import Iterable
 
 __all__ = [
@@ -84,7 +85,6 @@ class MissingDependency(VerispecError, ImportError):
 
 def require(module: str, extra: str) -> object:
     """Import an optional dependency or raise :class:`MissingDependency`."""
-    import importlib
 
     try:
         return importlib.import_module(module)

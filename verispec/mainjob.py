@@ -17,12 +17,25 @@ import importlib.util
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from verispec._compat import deprecated_name
+from verispec.conformance.runner import conform
+from verispec.controls.mutants import Layer
+from verispec.controls.runner import run_controls
+from verispec.exact.articles import article_checks
+from verispec.exact.lengths import length_table
+from verispec.exact.optimum import optimum_table
+from verispec.exact.prove import ProveBudget, prove, prove_verdict
+from verispec.exact.symbolic import theorems_for
+from verispec.report import ReportWriter
 from verispec.report.lines import control_line, prove_line, smt_line, subject_line
+from verispec.smt.catalog import CATALOG, run_catalog
+from verispec.stats.constants import SUITE_ALPHA
+from verispec.stats.multiplicity import Budget
 from verispec.verdicts import RunVerdict, Status, VerdictKind
+from verispec.verifiers import registry
 
 __all__ = ["CHECK_ENGINES", "MainJob", "run_main_job"]
 
@@ -60,16 +73,6 @@ def run_main_job(
 
     ``progress`` receives one line per step and per result (the CLI prints them on stderr).
     """
-    from dataclasses import replace
-
-    from verispec.exact.articles import article_checks
-    from verispec.exact.lengths import length_table
-    from verispec.exact.optimum import optimum_table
-    from verispec.exact.prove import ProveBudget, prove, prove_verdict
-    from verispec.exact.symbolic import theorems_for
-    from verispec.report import ReportWriter
-    from verispec.smt.catalog import CATALOG, run_catalog
-    from verispec.verifiers import registry
 
     say = progress or (lambda line: None)
     out = os.fspath(out)
@@ -181,9 +184,6 @@ def _conformance(out: str, quick: bool, report: Any, failures: list[str], say: C
     """Step 5: the conformance suite on the built-in engines; the family-wise false-alarm
     budget is split between them. Without torch and transformers it is skipped, and the
     report says so."""
-    from verispec.conformance.runner import conform
-    from verispec.stats.constants import SUITE_ALPHA
-    from verispec.stats.multiplicity import Budget
 
     say(
         f"[5/6] conformance ({'quick' if quick else 'full'}) of {', '.join(CHECK_ENGINES)} "
@@ -236,8 +236,6 @@ def _controls(
 ) -> str:
     """Step 6: the negative controls, reusing the verifier and SMT results of steps 3 and 4.
     A quick run leaves out the engine controls whose checks are statistical."""
-    from verispec.controls.mutants import Layer
-    from verispec.controls.runner import run_controls
 
     mode = "smoke: deterministic engine checks" if quick else "declared checks at full size"
     say(f"[6/6] negative controls ({mode}); report in {out}/controls/")

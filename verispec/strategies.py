@@ -27,7 +27,7 @@ from verispec.core.models import TableModel
 from verispec.core.transforms import SamplingConfig
 from verispec.errors import UsageError
 from verispec.verifiers.instance import ChainInstance
-from verispec.verifiers.trees import TreeInstance
+from verispec.verifiers.trees import LAWS, TreeInstance
 
 __all__ = [
     "DraftChain",
@@ -212,7 +212,6 @@ def tree_instances(
     Shrinking goes toward the first shape, two tokens, uniform context-free rows and the
     first sampling config.
     """
-    from verispec.verifiers.trees import LAWS
 
     _check_sizes(min_vocab=min_vocab, max_vocab=max_vocab, max_weight=max_weight)
     if law not in LAWS:

@@ -282,7 +282,6 @@ class TestTwoSeamMutant:
 
     def _first_token_law(self, drafts_from: tuple[Fraction, ...]) -> dict:
         from verispec.engines.reference.hooks import _verify_rejecting_impossible_drafts
-
         from verispec.exact.executor import output_law
 
         def one_round(rand):

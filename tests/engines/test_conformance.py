@@ -241,19 +241,19 @@ def test_cli_conform_json(capsys) -> None:
     assert data["reproduce"].startswith("verispec conform --engine reference")
 
 
-def test_pytest_plugin_builds_one_test_per_check() -> None:
-    from verispec.conformance.pytest_plugin import conformance_suite
+def test_pytest_suite_builds_one_test_per_check() -> None:
+    from verispec.conformance.pytest_suite import conformance_suite
 
     test = conformance_suite("reference")
     marks = [m for m in getattr(test, "pytestmark", []) if m.name == "parametrize"]
     assert marks and list(marks[0].args[1]) == names()
 
 
-def test_pytest_plugin_runs_only_the_selected_check(pytester) -> None:
+def test_pytest_suite_runs_only_the_selected_check(pytester) -> None:
     """``pytest -k determinism`` runs the determinism check alone: one engine run, one check."""
     pytester.makepyfile(
         test_engine="""
-        from verispec.conformance.pytest_plugin import conformance_suite
+        from verispec.conformance.pytest_suite import conformance_suite
 
         test_conformance = conformance_suite("reference")
 

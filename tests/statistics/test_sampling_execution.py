@@ -14,11 +14,11 @@ import pytest
 from verispec.core.models import RandomRationalModel
 from verispec.core.transforms import SamplingConfig
 from verispec.exact.criterion import round_law
-from verispec.sampling import sample_blocks
 from verispec.stats.constants import PER_TEST_ALPHA
 from verispec.stats.gof import pearson_test, pooled_cells
 from verispec.stats.plan import chi_square_sample_size, cohen_w
 from verispec.verifiers import registry
+from verispec.verifiers.float_execution import sample_blocks
 from verispec.verifiers.instance import ChainInstance
 from verispec.verifiers.trees import TreeInstance
 

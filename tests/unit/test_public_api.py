@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import verispec
 
 
@@ -13,9 +15,12 @@ def test_every_public_name_resolves() -> None:
         assert getattr(verispec, name) is not None, name
 
 
-def test_import_does_not_load_heavy_dependencies() -> None:
+@pytest.mark.parametrize("module", ["verispec", "verispec.cli"])
+def test_import_does_not_load_heavy_dependencies(module: str) -> None:
+    """Neither the package nor the command line (its imports at module top) loads a heavy
+    dependency: each loads where it is used."""
     code = (
-        "import sys, verispec; "
+        f"import sys, {module}; "
         "names = ('torch', 'transformers', 'z3', 'sympy', 'scipy', 'hypothesis'); "
         "heavy = [m for m in names if m in sys.modules]; "
         "print(','.join(heavy))"

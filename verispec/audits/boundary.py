@@ -41,7 +41,7 @@ from typing import Any
 
 from verispec.audits.rounds import BlackBoxError, ChainRounds, TreeRounds
 from verispec.core.random import SeededRandom
-from verispec.sampling import FloatInstance
+from verispec.verifiers.float_execution import FloatInstance
 
 __all__ = [
     "BOUNDARIES",

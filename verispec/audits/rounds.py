@@ -22,7 +22,7 @@ from typing import Any
 
 from verispec.audits.instances import AuditInstance
 from verispec.core.random import SeededRandom
-from verispec.sampling import FloatInstance
+from verispec.verifiers.float_execution import FloatInstance
 from verispec.verifiers.trees import draft_tree
 
 __all__ = [

@@ -10,6 +10,7 @@ import sys
 from typing import Any, NoReturn
 
 from verispec.errors import UsageError
+from verispec.stats.plan import check_rate
 
 __all__ = ["Parser", "add_budget_options", "int_at_least", "model_options", "progress", "rate"]
 
@@ -40,7 +41,6 @@ def int_at_least(name: str, minimum: int) -> Any:
 def rate(name: str) -> Any:
     """An argparse type for a rate in (0, 1) (``--alpha``, ``--power``), validated by the one
     function that validates rates everywhere (:func:`verispec.stats.plan.check_rate`)."""
-    from verispec.stats.plan import check_rate
 
     def parse(text: str) -> float:
         try:

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from verispec.cli._common import add_budget_options, progress
+from verispec.mainjob import run_main_job
 from verispec.verdicts import RunVerdict
 
 __all__ = ["add_parser", "run"]
@@ -28,8 +29,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> RunVerdict:
-    from verispec.mainjob import run_main_job
-
     job = run_main_job(
         args.out,
         quick=args.quick,

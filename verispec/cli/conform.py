@@ -7,15 +7,17 @@ import sys
 from typing import Any
 
 from verispec.cli._common import int_at_least, model_options, progress, rate
+from verispec.conformance.checks import names as check_names
+from verispec.conformance.runner import conform
+from verispec.engines import registry
+from verispec.report import write_json
+from verispec.report.lines import check_line
 from verispec.verdicts import RunVerdict
 
 __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: Any) -> None:
-    from verispec.conformance.checks import names as check_names
-    from verispec.engines import registry
-
     built_ins = ", ".join(registry.names())
     p = sub.add_parser(
         "conform",
@@ -83,9 +85,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> RunVerdict:
-    from verispec.conformance.runner import conform
-    from verispec.report.lines import check_line
-
     options = model_options(args)
     if args.mutation:
         options["mutations"] = args.mutation
@@ -124,8 +123,6 @@ def run(args: argparse.Namespace) -> RunVerdict:
         expected_failures=args.expected_failures,
     )
     if args.json:
-        from verispec.report import write_json
-
         write_json(run.to_json())
         return run.verdict
     for warning in run.warnings:

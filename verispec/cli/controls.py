@@ -6,7 +6,10 @@ import argparse
 from typing import Any, cast
 
 from verispec.cli._common import int_at_least, progress, rate
-from verispec.controls.mutants import LAYERS, Layer
+from verispec.controls.mutants import LAYERS, Layer, catalog, for_engine
+from verispec.controls.runner import run_controls
+from verispec.report import write_json
+from verispec.report.lines import control_line, subject_line
 from verispec.verdicts import RunVerdict
 
 __all__ = ["add_parser", "run"]
@@ -48,12 +51,8 @@ def add_parser(sub: Any) -> None:
 
 
 def _list(args: argparse.Namespace, layers: tuple[Layer, ...]) -> RunVerdict:
-    from verispec.controls.mutants import catalog, for_engine
-
     mutants = for_engine(catalog(layers), args.engine)
     if args.json:
-        from verispec.report import write_json
-
         write_json([m.to_json() for m in mutants])
         return RunVerdict.PASS
     for layer in layers:
@@ -69,9 +68,6 @@ def _list(args: argparse.Namespace, layers: tuple[Layer, ...]) -> RunVerdict:
 
 
 def run(args: argparse.Namespace) -> RunVerdict:
-    from verispec.controls.runner import run_controls
-    from verispec.report.lines import control_line, subject_line
-
     layers = cast(tuple[Layer, ...], tuple(args.layer) or LAYERS)
     if args.action == "list":
         return _list(args, layers)
@@ -91,8 +87,6 @@ def run(args: argparse.Namespace) -> RunVerdict:
         on_subject=None if quiet else (lambda s: progress(subject_line(s))),
     )
     if quiet:
-        from verispec.report import write_json
-
         write_json(result.to_json())
         return result.verdict
     summary = result.detection_summary()

@@ -7,6 +7,8 @@ from typing import Any
 
 from verispec.cli._common import rate
 from verispec.errors import UsageError
+from verispec.report import write_json
+from verispec.stats.plan import plan
 from verispec.verdicts import RunVerdict
 
 __all__ = ["add_parser", "run"]
@@ -38,14 +40,10 @@ def _floats(name: str, text: str) -> list[float]:
 
 
 def run(args: argparse.Namespace) -> RunVerdict:
-    from verispec.stats.plan import plan
-
     null = _floats("--null", args.null)
     alternative = _floats("--alternative", args.alternative) if args.alternative else None
     result = plan(null, alternative, tv=args.tv, alpha=args.alpha, power=args.power, exact=not args.no_exact)
     if args.json:
-        from verispec.report import write_json
-
         write_json(result.to_json())
         return RunVerdict.PASS
     print(f"alpha {result.alpha:g}, power {result.power:g}, effect: TV {result.tv:.4g}, w {result.w:.4g}")

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from typing import Any
 
 from verispec.cli._common import add_budget_options, progress
+from verispec.exact.prove import ProveBudget, prove, prove_verdict
+from verispec.report import write_json
+from verispec.report.lines import prove_line
 from verispec.verdicts import RunVerdict
+from verispec.verifiers import registry
 
 __all__ = ["add_parser", "budget", "run"]
 
@@ -32,10 +37,6 @@ def add_parser(sub: Any) -> None:
 
 
 def budget(args: argparse.Namespace) -> Any:
-    from dataclasses import replace
-
-    from verispec.exact.prove import ProveBudget
-
     chosen = ProveBudget.quick(args.seed) if args.quick else ProveBudget(seed=args.seed)
     if args.instances is not None:
         chosen = replace(chosen, instances=args.instances)
@@ -43,10 +44,6 @@ def budget(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> RunVerdict:
-    from verispec.exact.prove import prove, prove_verdict
-    from verispec.report.lines import prove_line
-    from verispec.verifiers import registry
-
     if args.list:
         width = max(len(n) for n in registry.names())
         for entry in registry.verifiers():
@@ -67,8 +64,6 @@ def run(args: argparse.Namespace) -> RunVerdict:
         on_result=None if args.json else (lambda r: progress(prove_line(r, width))),
     )
     if args.json:
-        from verispec.report import write_json
-
         write_json([r.to_json() for r in results])
         return prove_verdict(results)
     print()

@@ -8,7 +8,10 @@ import os
 from typing import Any
 
 from verispec.cli._common import int_at_least, model_options, progress
+from verispec.engines import registry
+from verispec.engines.protocol import Sampling
 from verispec.errors import UsageError
+from verispec.serving import serve
 from verispec.verdicts import RunVerdict
 
 
@@ -25,8 +28,6 @@ def _gammas(text: str) -> list[int]:
 
 
 def add_parser(sub: Any) -> None:
-    from verispec.engines import registry
-
     built_ins = ", ".join(registry.names())
     p = sub.add_parser(
         "serve",
@@ -75,9 +76,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> RunVerdict:
-    from verispec.engines.protocol import Sampling
-    from verispec.serving import serve
-
     options = model_options(args)
     if args.fix:
         options["fixes"] = args.fix

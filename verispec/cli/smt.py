@@ -6,7 +6,13 @@ import argparse
 from typing import Any
 
 from verispec.cli._common import int_at_least
-from verispec.errors import UsageError
+from verispec.errors import UsageError, unknown_name
+from verispec.report import write_json
+from verispec.report.lines import smt_line
+from verispec.smt.audit import AUDIT_OPTIONS, audit
+from verispec.smt.catalog import CATALOG, catalog_verdict, run_catalog
+from verispec.smt.certificates import check_certificates, write_certificates
+from verispec.smt.obligations import OBLIGATIONS
 from verispec.verdicts import RunVerdict, VerdictKind
 
 __all__ = ["add_parser", "run"]
@@ -70,16 +76,11 @@ def add_parser(sub: Any) -> None:
 
 
 def _audit(args: argparse.Namespace, audits: list[tuple[str, str]]) -> RunVerdict:
-    from verispec.report.lines import smt_line
-    from verispec.smt.audit import audit
-
     results = [
         (spec, audit(ob, spec, timeout_s=args.timeout, solver_timeout_ms=args.solver_timeout))
         for ob, spec in audits
     ]
     if args.json:
-        from verispec.report import write_json
-
         write_json([{"function": spec, **r.to_json()} for spec, r in results])
     else:
         width = max(len(spec) for spec, _ in results)
@@ -92,10 +93,6 @@ def _audit(args: argparse.Namespace, audits: list[tuple[str, str]]) -> RunVerdic
 
 
 def _catalog(args: argparse.Namespace) -> RunVerdict:
-    from verispec.errors import unknown_name
-    from verispec.report.lines import smt_line
-    from verispec.smt.catalog import CATALOG, catalog_verdict, run_catalog
-
     known = {e.name for e in CATALOG}
     for name in args.names:
         if name not in known:
@@ -109,8 +106,6 @@ def _catalog(args: argparse.Namespace) -> RunVerdict:
         args.names or None, timeout_ms=args.solver_timeout, on_result=None if args.json else show
     )
     if args.json:
-        from verispec.report import write_json
-
         write_json([r.to_json() for r in results])
     else:
         ok = sum(r.ok for r in results)
@@ -120,10 +115,6 @@ def _catalog(args: argparse.Namespace) -> RunVerdict:
 
 
 def run(args: argparse.Namespace) -> RunVerdict:
-    from verispec.smt.audit import AUDIT_OPTIONS
-    from verispec.smt.catalog import CATALOG
-    from verispec.smt.obligations import OBLIGATIONS
-
     if args.list:
         width = max(len(e.name) for e in CATALOG)
         for entry in CATALOG:
@@ -143,14 +134,10 @@ def run(args: argparse.Namespace) -> RunVerdict:
     if audits:
         return _audit(args, audits)
     if args.write_certificates:
-        from verispec.smt.certificates import write_certificates
-
         paths = write_certificates(args.write_certificates)
         print(f"wrote {len(paths)} certificate(s) to {args.write_certificates}/")
         return RunVerdict.PASS
     if args.check_certificates:
-        from verispec.smt.certificates import check_certificates
-
         problems = check_certificates(args.check_certificates)
         for problem in problems:
             print(f"{problem.file}: {problem.problem}")

@@ -24,7 +24,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from verispec.engines import registry
+from verispec.engines.protocol import Request
 from verispec.errors import UsageError
+from verispec.isolation import load_function, serve
+from verispec.report import describe_device
 
 #: Engine options the CLI sets, by the option that sets them (for the usage error).
 OPTION_FLAGS = {
@@ -40,11 +44,8 @@ OPTION_FLAGS = {
 def _factory(spec: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """What builds the engine, and the function whose signature says which options it takes."""
     if ":" in spec:
-        from verispec.isolation import load_function
-
         factory = load_function(spec, argument="engine")
         return factory, factory
-    from verispec.engines import registry
 
     builtin = registry.get(spec)
     return builtin.make, builtin.factory
@@ -93,7 +94,7 @@ def _exposes(engine: Any, model: str) -> bool:
 
 
 def _logits_along(engine: Any, model: str, prompt: list[int], tokens: list[int]) -> dict[str, Any]:
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     name = f"{model}_logits_along"
     if not tokens:
@@ -118,7 +119,6 @@ def _logits_along(engine: Any, model: str, prompt: list[int], tokens: list[int])
 def _device(engine: Any, asked: str) -> str:
     """The device the engine really runs on: its ``device`` attribute, or its first
     parameter's, described with the accelerator's name where there is one."""
-    from verispec.report import describe_device
 
     found = getattr(engine, "device", None)
     if found is None:
@@ -131,10 +131,8 @@ def _device(engine: Any, asked: str) -> str:
 
 
 def _handler(config: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    from verispec.engines.protocol import Request
-
     try:
-        import transformers
+        import transformers  # deferred: heavy
 
         transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
     except ImportError:
@@ -169,8 +167,6 @@ def _handler(config: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any
 
 
 def main() -> int:
-    from verispec.isolation import serve
-
     return serve(_handler)
 
 

@@ -27,7 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from verispec.errors import UsageError
+from verispec.conformance.checks import names
+from verispec.errors import UsageError, unknown_name
+from verispec.verdicts import Status
 
 __all__ = ["ExpectedFailure", "for_engine", "load_expected_failures", "mark_expected", "unmatched"]
 
@@ -84,7 +86,6 @@ def mark_expected(result: Any, entries: Sequence[ExpectedFailure]) -> str | None
     """Turn ``result`` into ``xfail`` (in place) when an entry lists its check and it failed;
     return a warning when an entry lists it but it did not fail. ``entries`` are this
     engine's (:func:`for_engine`)."""
-    from verispec.verdicts import Status
 
     entry = next((e for e in entries if e.check == result.name), None)
     if entry is None:
@@ -106,8 +107,6 @@ def for_engine(entries: Sequence[ExpectedFailure], *, engine: str, name: str) ->
 
 def unmatched(entries: Sequence[ExpectedFailure], ran: Sequence[str]) -> list[str]:
     """Warnings for this engine's entries whose check did not run, or does not exist."""
-    from verispec.conformance.checks import names
-    from verispec.errors import unknown_name
 
     known = set(names())
     warnings = []

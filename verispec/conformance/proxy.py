@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import time
 from typing import Any
 
@@ -154,9 +155,8 @@ class EngineProxy:
 
     def logits_along(self, model: str, prompt: tuple[int, ...], tokens: list[int]) -> Any:
         """The ``model``'s logits predicting each of ``tokens`` (a float32 array, one row each)."""
-        import base64
 
-        import numpy as np
+        import numpy as np  # deferred: heavy
 
         answer = self._ask(
             {"op": "logits_along", "model": model, "prompt": list(prompt), "tokens": list(tokens)}

@@ -35,8 +35,10 @@ from verispec.conformance.expected import (
     unmatched,
 )
 from verispec.conformance.proxy import EngineError, EngineOutputError, EngineProxy
+from verispec.conformance.render import html, junit, markdown
 from verispec.engines import registry as engines
 from verispec.errors import UsageError
+from verispec.report import environment
 from verispec.report.folder import ReportFolder
 from verispec.stats.constants import SUITE_ALPHA
 from verispec.stats.multiplicity import Budget
@@ -210,7 +212,6 @@ def conform(
     ``expected_failures`` is a manifest (a TOML path, or entries) of failures to report as
     expected (:mod:`verispec.conformance.expected`).
     """
-    from verispec.report import environment
 
     budget = Budget(alpha)
     if design not in DESIGNS:
@@ -316,8 +317,6 @@ class _Writer:
         self.finish(run, partial=True)
 
     def finish(self, run: ConformanceRun, partial: bool = False) -> None:
-        from verispec.conformance.render import html, junit, markdown
-
         data = run.to_json()
         data["status"] = "running" if partial else "complete"
         self.folder.write("report.json", json.dumps(data, indent=2) + "\n")

@@ -26,12 +26,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from verispec.conformance.checks import checks
+from verispec.conformance.runner import conform
 from verispec.controls.mutants import LAYERS, Layer, Mutant, catalog, for_engine
-from verispec.errors import UsageError
+from verispec.controls.render import html, markdown
+from verispec.engines import registry as engines
+from verispec.errors import MissingDependency, UsageError
+from verispec.exact.prove import ProveBudget, prove
 from verispec.report.folder import ReportFolder
+from verispec.smt.catalog import run_catalog
 from verispec.stats.constants import SUITE_ALPHA
 from verispec.stats.multiplicity import Budget
 from verispec.verdicts import Evidence, Failure, Outcome, RunVerdict, Status, SubjectOutcome, VerdictKind
+from verispec.verifiers import registry as verifiers
 
 __all__ = ["Cell", "ControlResult", "ControlsRun", "SubjectResult", "run_controls"]
 
@@ -266,14 +273,12 @@ def _merge(cells: list[Cell], order: list[str]) -> list[Cell]:
 def _installed(controls: list[Mutant]) -> tuple[list[Mutant], list[str]]:
     """The controls whose engine can run here, and a line for each one left out (its engine's
     optional extra is not installed)."""
-    from verispec.engines import registry
-    from verispec.errors import MissingDependency
 
     kept, left_out = [], []
     for m in controls:
         if m.layer == "engine" and m.engine and ":" not in m.engine:  # a built-in engine
             try:
-                registry.get(m.engine).require()
+                engines.get(m.engine).require()
             except MissingDependency as exc:
                 left_out.append(f"{m.name}: {exc}")
                 continue
@@ -336,12 +341,9 @@ def run_controls(
 
     by_layer = {layer: [c for c in controls if c.layer == layer] for layer in LAYERS}
     if by_layer["verifier"] and "verifier" in layers:
-        from verispec.exact.prove import ProveBudget, prove
-        from verispec.verifiers import registry
-
         if prove_results is None:
             budget = ProveBudget.quick() if quick else ProveBudget()
-            prove_results = prove(registry.names(), budget, jobs=jobs)
+            prove_results = prove(verifiers.names(), budget, jobs=jobs)
         for r in prove_results:
             if r.kind == "control":  # a verifier registered as a control
                 control = next(c for c in by_layer["verifier"] if c.subject == r.name)
@@ -349,8 +351,6 @@ def run_controls(
             else:
                 record(SubjectResult(r.name, "verifier", [_prove_cell(r)], r.seconds))
     if "index" in layers:
-        from verispec.smt.catalog import run_catalog
-
         for r in smt_results if smt_results is not None else run_catalog():
             seconds = getattr(r.result, "seconds", 0.0)
             if r.entry.expected == VerdictKind.REFUTED:
@@ -382,8 +382,6 @@ def _run_engine_controls(
     """The engine layer: every mutant first, then each unmutated subject through the same
     checks at the same sizes its mutants needed (so the false-alarm record is on the tests
     that did the catching). Results are recorded as they complete."""
-    from verispec.conformance.checks import checks
-    from verispec.conformance.runner import conform
 
     statistical_checks = {c.name for c in checks() if c.statistical}
     check_order = [c.name for c in checks()]
@@ -482,8 +480,6 @@ class _Writer:
         self.finish(run, partial=True)
 
     def finish(self, run: ControlsRun, partial: bool = False) -> None:
-        from verispec.controls.render import html, markdown
-
         data = run.to_json("running" if partial else "complete")
         self.folder.write("report.json", json.dumps(data, indent=2) + "\n")
         self.folder.write("report.md", markdown(data))

@@ -24,7 +24,7 @@ _ctx: Any = None
 def _context() -> Any:
     global _ctx
     if _ctx is None:
-        from mpmath.ctx_iv import MPIntervalContext
+        from mpmath.ctx_iv import MPIntervalContext  # deferred: heavy
 
         _ctx = MPIntervalContext()
         _ctx.prec = PRECISION_BITS

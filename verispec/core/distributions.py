@@ -102,7 +102,7 @@ def as_float_distribution(
 
     The sum must be within ``atol`` of one (default :data:`FLOAT_SUM_ATOL`).
     """
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     try:
         arr = np.asarray(values, dtype=np.float64)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
+from verispec.core.certified import CertifiedReal
 from verispec.errors import InternalError
 
 __all__ = [
@@ -87,7 +88,6 @@ def exp(value: Any) -> Any:
     """``e ** value``: a float for floats, a certified interval for exact inputs."""
     if isinstance(value, float):
         return math.exp(value)
-    from verispec.core.certified import CertifiedReal
 
     return CertifiedReal.exp(value)
 
@@ -96,7 +96,6 @@ def log(value: Any) -> Any:
     """Natural logarithm: a float for floats, a certified interval for exact inputs."""
     if isinstance(value, float):
         return math.log(value)
-    from verispec.core.certified import CertifiedReal
 
     return CertifiedReal.log(value)
 

@@ -45,7 +45,7 @@ class SeededRandom:
     """
 
     def __init__(self, seed: int | None = None, *, generator: Any = None) -> None:
-        import numpy as np
+        import numpy as np  # deferred: heavy
 
         if generator is not None:
             self.generator = generator

@@ -214,7 +214,7 @@ def _renorm_float(arr: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 
 def temperature_float(row: Any, temperature: float) -> npt.NDArray[np.float64]:
     """Temperature in float64 (any ``T >= 0``)."""
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     arr = np.asarray(row, dtype=np.float64)
     t = float(temperature)
@@ -234,7 +234,7 @@ def temperature_float(row: Any, temperature: float) -> npt.NDArray[np.float64]:
 
 
 def top_k_float(row: Any, k: int) -> npt.NDArray[np.float64]:
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     arr = np.asarray(row, dtype=np.float64)
     kth = np.sort(arr)[::-1][min(k, arr.size) - 1]
@@ -242,7 +242,7 @@ def top_k_float(row: Any, k: int) -> npt.NDArray[np.float64]:
 
 
 def top_p_float(row: Any, top_p: float) -> npt.NDArray[np.float64]:
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     arr = np.asarray(row, dtype=np.float64)
     order = np.argsort(-arr, kind="stable")
@@ -255,7 +255,7 @@ def top_p_float(row: Any, top_p: float) -> npt.NDArray[np.float64]:
 
 
 def min_p_float(row: Any, min_p: float) -> npt.NDArray[np.float64]:
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     arr = np.asarray(row, dtype=np.float64)
     threshold = float(min_p) * float(np.max(arr))
@@ -264,7 +264,7 @@ def min_p_float(row: Any, min_p: float) -> npt.NDArray[np.float64]:
 
 def apply_float(row: Any, config: SamplingConfig) -> npt.NDArray[np.float64]:
     """Apply every transform of ``config`` to a float distribution."""
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     out = np.asarray(row, dtype=np.float64)
     if config.temperature != 1:

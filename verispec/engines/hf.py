@@ -56,7 +56,7 @@ class _Clock:
 
 class _HFEngine:
     def __init__(self, target: Any, *, gamma: int = 3, name: str) -> None:
-        import torch
+        import torch  # deferred: heavy
 
         self.torch = torch
         self.target = target

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -25,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verispec.engines.tiny import SIZES as TINY
+from verispec.engines.tiny import tiny_pair
 from verispec.errors import MissingDependency, UsageError, require
 
 __all__ = [
@@ -105,7 +108,6 @@ class ModelPair:
 
 def sizes() -> list[str]:
     """Every ``--size`` name: the tiny seeded sizes, then the trained model."""
-    from verispec.engines.tiny import SIZES as TINY
 
     return [*TINY, SMOLLM2]
 
@@ -132,8 +134,6 @@ def load_pair(
             f"draft: the target without layers {SMOLLM2_DRAFT_SKIPS[0]}..{SMOLLM2_DRAFT_SKIPS[-1]}"
         )
         return pair
-    from verispec.engines.tiny import SIZES as TINY
-    from verispec.engines.tiny import tiny_pair
 
     if size not in TINY:
         raise UsageError(f"size={size!r} is not one of {', '.join(sizes())}")
@@ -149,8 +149,6 @@ def checkpoint_dirs(
         return _user_folders(target, draft)
     if size == SMOLLM2:
         return smollm2_checkpoints()
-    from verispec.engines.tiny import SIZES as TINY
-    from verispec.engines.tiny import tiny_pair
 
     if size not in TINY:
         raise UsageError(f"size={size!r} is not one of {', '.join(sizes())}")
@@ -178,8 +176,6 @@ def smollm2_checkpoints() -> tuple[Path, Path]:
 
 
 def _gguf_path() -> Path:
-    import importlib.util
-
     spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
     if spec is None or spec.origin is None:
         raise MissingDependency(SMOLLM2_PACKAGE, "smollm2", SMOLLM2_INSTALL)
@@ -193,7 +189,6 @@ def _gguf_path() -> Path:
 
 def _convert_smollm2(out: Path) -> None:
     """Dequantise the GGUF file into a float32 target, and write the layer-skip draft."""
-    import importlib.util
 
     torch: Any = require("torch", "torch")
     transformers: Any = require("transformers", "transformers")

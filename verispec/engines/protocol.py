@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from verispec.core.distributions import to_fraction
+from verispec.core.transforms import SamplingConfig
 from verispec.errors import UsageError
 
 __all__ = [
@@ -97,8 +99,6 @@ class Sampling:
 
     def config(self) -> Any:
         """The same settings as a :class:`~verispec.core.transforms.SamplingConfig`."""
-        from verispec.core.distributions import to_fraction
-        from verispec.core.transforms import SamplingConfig
 
         def exact(name: str, value: float | None) -> Any:
             return None if value is None else to_fraction(value, name=name)

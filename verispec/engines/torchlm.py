@@ -112,7 +112,7 @@ class TorchLM:
     """A Llama-architecture causal LM evaluated with explicit masks, positions and cache."""
 
     def __init__(self, hf_model: Any) -> None:
-        import torch
+        import torch  # deferred: heavy
 
         self.torch = torch
         cfg = hf_model.config

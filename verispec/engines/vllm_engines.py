@@ -46,7 +46,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from verispec.engines import registry
+from verispec.core.transforms import apply_float
+from verispec.engines import registry, vllm_proposer
 from verispec.engines.bugs import AUDIT_ARTICLE, planted_bug
 from verispec.engines.model_pairs import checkpoint_dirs, load_pair
 from verispec.engines.protocol import Completion, Request, RoundStat
@@ -98,7 +99,7 @@ def record_rounds() -> None:
     committed (accepted drafts + 1). The record is the scheduler's own view, the same one
     vLLM's spec-decode counters are built from (``VLLMEngine._check_counters`` holds them
     to each other)."""
-    from vllm.v1.core.sched.scheduler import Scheduler
+    from vllm.v1.core.sched.scheduler import Scheduler  # deferred: optional
 
     original = Scheduler.update_from_output
     if getattr(original, "verispec_records", False):
@@ -142,8 +143,8 @@ class VLLMEngine:
         # vLLM itself under test, without the plugins installed beside it (Arctic Inference,
         # which suffix decoding needs, registers one that patches vLLM); a user's own list wins
         os.environ.setdefault("VLLM_PLUGINS", "")
-        import torch
-        from vllm import LLM
+        import torch  # deferred: heavy
+        from vllm import LLM  # deferred: optional
 
         self.torch = torch
         self.name = name
@@ -188,7 +189,7 @@ class VLLMEngine:
 
     @staticmethod
     def _version() -> str:
-        import vllm
+        import vllm  # deferred: optional
 
         return str(vllm.__version__)
 
@@ -202,8 +203,8 @@ class VLLMEngine:
     def _compare_baseline(self) -> float:
         """The largest gap between vLLM's prompt log-probabilities and the baseline's on a
         probe sequence; over :data:`LOGPROB_TOLERANCE` the baseline is not this engine's model."""
-        from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
+        from vllm import SamplingParams  # deferred: optional
+        from vllm.inputs import TokensPrompt  # deferred: optional
 
         torch = self.torch
         fallback = [3 + (7 * i) % (self.vocab_size - 3) for i in range(12)]
@@ -228,7 +229,7 @@ class VLLMEngine:
 
     # ----------------------------------------------------------------- generate
     def _params(self, request: Request) -> Any:
-        from vllm import SamplingParams
+        from vllm import SamplingParams  # deferred: optional
 
         s = request.sampling
         for feature, reason in self.unsupported.items():
@@ -284,7 +285,7 @@ class VLLMEngine:
     def _stream(self, llm: Any, requests: list[Request]) -> list[tuple[Any, list[float]]]:
         """Run ``requests`` to completion step by step through vLLM's engine (what
         ``LLM.generate`` does), noting when each token comes out: the stream a server sends."""
-        from vllm.inputs import TokensPrompt
+        from vllm.inputs import TokensPrompt  # deferred: optional
 
         engine = llm.llm_engine
         params = [self._params(r) for r in requests]  # refuses an unsupported setting before any runs
@@ -363,8 +364,8 @@ def _second_llm(settings: dict[str, Any]) -> Any:
     module; once llvmlite is loaded (numba, which the n-gram proposer imports) the scan fails
     (``'_lib_fn_wrapper' object has no attribute 'get'``: docs/audits/vllm.md, finding 7). The
     first engine registered the overrides for the whole process, so the second skips it."""
-    from vllm import LLM
-    from vllm.platforms import current_platform
+    from vllm import LLM  # deferred: optional
+    from vllm.platforms import current_platform  # deferred: optional
 
     platform = type(current_platform)
     name = "register_triton_kernel_overrides"
@@ -382,8 +383,6 @@ class VLLMScriptedEngine(VLLMEngine):
     """``vllm-scripted``: scripted drafts through a custom proposer."""
 
     def generate(self, requests: list[Request]) -> list[Completion]:
-        from verispec.engines import vllm_proposer
-
         groups: dict[str, list[int]] = {}
         for i, r in enumerate(requests):
             groups.setdefault(repr((r.script, r.sampling)), []).append(i)
@@ -408,9 +407,7 @@ class VLLMScriptedEngine(VLLMEngine):
 
     @staticmethod
     def _impossible(logits: Any, ids: tuple[int, ...], request: Request) -> int | None:
-        import numpy as np
-
-        from verispec.core.transforms import apply_float
+        import numpy as np  # deferred: heavy
 
         generated = list(ids[len(request.prompt) :])
         row = np.asarray(
@@ -426,8 +423,8 @@ def fix_cpu_expand() -> None:
     """Patch vLLM's CPU ``expand_kernel`` override to write into its output (the fix of the bug
     in docs/audits/vllm.md, 'uninitialised sampling parameters'), so that the rest of the
     speculative path can be tested. Applied only when asked (``fixes=("cpu-expand",)``)."""
-    import torch
-    import vllm.utils.cpu_triton_utils as cpu
+    import torch  # deferred: heavy
+    import vllm.utils.cpu_triton_utils as cpu  # deferred: optional
 
     def expand(
         output: Any, input_val: Any, cu_num_tokens: Any, replace_from: Any, replace_to: Any, *_: Any

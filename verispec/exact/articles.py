@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import Any
 
@@ -112,7 +113,6 @@ def _first_token_law(name: str, target: Sequence[Fraction], draft: Sequence[Frac
 
 def _exact_decimal(value: Fraction) -> str:
     """The exact decimal expansion of ``value`` if it terminates, else the fraction."""
-    from decimal import Decimal, localcontext
 
     den = value.denominator
     for prime in (2, 5):
@@ -184,7 +184,7 @@ def expected_tokens_example() -> ArticleCheck:
 
 def _article_simulation() -> tuple[list[float], float, dict[tuple[float, int], float]]:
     """The derived article's sampling code, rerun with its seed and call order."""
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     rng = np.random.default_rng(0)
     p = np.array([0.40, 0.25, 0.15, 0.10, 0.07, 0.03])

@@ -85,8 +85,8 @@ def optimal_acceptance(p: Sequence[Fraction], drafts: DraftLaw) -> Fraction:
 
 def optimal_acceptance_lp(p: Sequence[Fraction], drafts: DraftLaw) -> float:
     """The same optimum by linear programming (scipy ``linprog``, HiGHS), in floats."""
-    import numpy as np
-    from scipy.optimize import linprog
+    import numpy as np  # deferred: heavy
+    from scipy.optimize import linprog  # deferred: heavy
 
     tuples = list(drafts)
     vocab = len(p)

@@ -248,10 +248,10 @@ def find_counterexample(
     Returns ``None`` if ``max_examples`` random instances all pass. The search is
     derandomized: the same verifier and budget give the same counterexample.
     """
-    from hypothesis import HealthCheck, find, settings
-    from hypothesis.errors import NoSuchExample
+    from hypothesis import HealthCheck, find, settings  # deferred: heavy
+    from hypothesis.errors import NoSuchExample  # deferred: heavy
 
-    from verispec.strategies import chain_instances, tree_instances
+    from verispec.strategies import chain_instances, tree_instances  # deferred: heavy (hypothesis)
 
     if max_examples < 1:
         return None

@@ -126,7 +126,7 @@ def token_level_lemma() -> TheoremResult:
     )
 
     def body() -> Verdict:
-        import sympy as sp
+        import sympy as sp  # deferred: heavy
 
         p = sp.Symbol("p", nonnegative=True)
         d = sp.Symbol("d", nonnegative=True)
@@ -178,7 +178,7 @@ def token_level_case_split(
     )
 
     def body() -> Verdict:
-        import sympy as sp
+        import sympy as sp  # deferred: heavy
 
         v = vocab_size
         ps = list(sp.symbols(f"p0:{v - 1}", nonnegative=True))
@@ -234,7 +234,7 @@ def token_level_z3(
     )
 
     def body() -> Verdict:
-        import z3
+        import z3  # deferred: heavy
 
         v = vocab_size
         p = [z3.Real(f"p{k}") for k in range(v)]
@@ -275,7 +275,7 @@ def point_mass_lemma() -> TheoremResult:
     )
 
     def body() -> Verdict:
-        import sympy as sp
+        import sympy as sp  # deferred: heavy
 
         px = sp.Symbol("p_x", nonnegative=True)
         py = sp.Symbol("p_y", nonnegative=True)
@@ -305,7 +305,7 @@ def rrs_node_lemma() -> TheoremResult:
     )
 
     def body() -> Verdict:
-        import sympy as sp
+        import sympy as sp  # deferred: heavy
 
         i, n = sp.symbols("i n", integer=True, positive=True)
         pv, qv = sp.IndexedBase("P"), sp.IndexedBase("q")
@@ -354,7 +354,7 @@ def geometric_identity() -> TheoremResult:
     )
 
     def body() -> Verdict:
-        import sympy as sp
+        import sympy as sp  # deferred: heavy
 
         alpha = sp.Symbol("alpha", positive=True)
         gamma = sp.Symbol("gamma", integer=True, nonnegative=True)
@@ -385,7 +385,7 @@ def tail_sum_identity(max_gamma: int = 16) -> TheoremResult:
     )
 
     def body() -> Verdict:
-        import sympy as sp
+        import sympy as sp  # deferred: heavy
 
         for gamma in range(1, max_gamma + 1):
             pi = sp.symbols(f"pi0:{gamma + 1}")

@@ -17,10 +17,12 @@ import os
 import platform
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from verispec._version import __version__
+from verispec.report import html, markdown
 from verispec.report.folder import ReportFolder
 
 __all__ = ["SCHEMA", "ReportWriter", "describe_device", "environment"]
@@ -30,8 +32,6 @@ SCHEMA = "verispec.report/2"
 
 
 def _version_of(module: str) -> str | None:
-    from importlib import metadata
-
     try:
         return metadata.version(module)
     except metadata.PackageNotFoundError:
@@ -118,8 +118,6 @@ class ReportWriter:
         self._flush()
 
     def _flush(self) -> None:
-        from verispec.report import html, markdown
-
         self._files.write("report.json", json.dumps(self.data, indent=2) + "\n")
         self._files.write("report.md", markdown.render(self.data))
         self._files.write("report.html", html.render(self.data))

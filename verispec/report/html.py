@@ -12,6 +12,8 @@ import html as _html
 import re
 from typing import Any
 
+from verispec.report.markdown import render as markdown
+
 __all__ = ["markdown_to_html", "render"]
 
 _STYLE = """
@@ -100,7 +102,6 @@ def _starts_block(line: str) -> bool:
 
 def render(data: dict[str, Any]) -> str:
     """The whole report (the same document as ``report.md``) as one HTML page."""
-    from verispec.report.markdown import render as markdown
 
     verdict = data.get("verdict") or "running"
     return f"""<!DOCTYPE html>

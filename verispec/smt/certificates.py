@@ -32,7 +32,7 @@ def _slug(label: str) -> str:
 
 def certificate_files(result: CatalogResult) -> dict[str, str]:
     """File name -> text for one catalog result (one file per query that was run)."""
-    import z3
+    import z3  # deferred: heavy
 
     entry, texts = result.entry, result.result.smt2
     verdict = result.result.verdict.kind
@@ -91,7 +91,7 @@ class CertificateProblem:
 
 
 def _replay(text: str) -> str:
-    import z3
+    import z3  # deferred: heavy
 
     solver = z3.Solver()
     solver.set("timeout", 60_000)
@@ -103,7 +103,7 @@ def check_certificates(
     folder: str | Path = DEFAULT_FOLDER, *, replay: bool = True
 ) -> list[CertificateProblem]:
     """Every problem with the certificates in ``folder``; an empty list means all is well."""
-    import z3
+    import z3  # deferred: heavy
 
     folder = Path(folder)
     problems: list[CertificateProblem] = []

@@ -82,7 +82,7 @@ class SmtResult:
 
 
 def _z3() -> Any:
-    import z3
+    import z3  # deferred: heavy
 
     return z3
 

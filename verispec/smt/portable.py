@@ -30,11 +30,11 @@ def where(cond: Any, then: Any, otherwise: Any) -> Any:
     """``then if cond else otherwise``, elementwise for tensors, symbolic for z3."""
     k = kind(cond, then, otherwise)
     if k == "z3":
-        import z3
+        import z3  # deferred: heavy
 
         return z3.If(cond, then, otherwise)
     if k == "torch":
-        import torch
+        import torch  # deferred: heavy
 
         return torch.where(torch.as_tensor(cond), torch.as_tensor(then), torch.as_tensor(otherwise))
     return then if cond else otherwise
@@ -43,7 +43,7 @@ def where(cond: Any, then: Any, otherwise: Any) -> Any:
 def and_(*conds: Any) -> Any:
     k = kind(*conds)
     if k == "z3":
-        import z3
+        import z3  # deferred: heavy
 
         return z3.And(*conds)
     if k == "torch":
@@ -57,7 +57,7 @@ def and_(*conds: Any) -> Any:
 def or_(*conds: Any) -> Any:
     k = kind(*conds)
     if k == "z3":
-        import z3
+        import z3  # deferred: heavy
 
         return z3.Or(*conds)
     if k == "torch":
@@ -71,7 +71,7 @@ def or_(*conds: Any) -> Any:
 def not_(cond: Any) -> Any:
     k = kind(cond)
     if k == "z3":
-        import z3
+        import z3  # deferred: heavy
 
         return z3.Not(cond)
     if k == "torch":
@@ -86,7 +86,7 @@ def floordiv(a: Any, b: Any) -> Any:
     if k == "z3":
         return a / b
     if k == "torch":
-        import torch
+        import torch  # deferred: heavy
 
         return torch.div(a, b, rounding_mode="floor")
     return a // b

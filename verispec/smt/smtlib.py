@@ -16,7 +16,7 @@ _OPS = {"if": "ite", "=>": "=>", "iff": "=", "implies": "=>"}
 
 
 def _sort(sort: Any) -> str:
-    import z3
+    import z3  # deferred: heavy
 
     if sort.kind() == z3.Z3_ARRAY_SORT:
         return f"(Array {_sort(sort.domain())} {_sort(sort.range())})"
@@ -25,7 +25,7 @@ def _sort(sort: Any) -> str:
 
 def to_smtlib(assertions: list[Any], *, status: str = "unknown") -> str:
     """The SMT-LIB 2 script that asserts ``assertions`` and checks satisfiability."""
-    import z3
+    import z3  # deferred: heavy
 
     counts: dict[int, int] = {}
     order: list[Any] = []

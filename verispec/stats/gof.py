@@ -112,7 +112,7 @@ PearsonResult = GofResult
 
 def compositions(n: int, k: int) -> Any:
     """Every vector of ``k`` non-negative counts summing to ``n``, as an int array (rows)."""
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     total = math.comb(n + k - 1, k - 1)
     if total > EXACT_LIMIT:
@@ -130,8 +130,8 @@ def compositions(n: int, k: int) -> Any:
 
 
 def _log_pmf(table: Any, probs: Sequence[float]) -> Any:
-    import numpy as np
-    from scipy.special import gammaln
+    import numpy as np  # deferred: heavy
+    from scipy.special import gammaln  # deferred: heavy
 
     n = int(table[0].sum())
     logp = np.log(np.asarray(probs, dtype=np.float64))
@@ -141,7 +141,7 @@ def _log_pmf(table: Any, probs: Sequence[float]) -> Any:
 
 
 def _statistics(table: Any, probs: Sequence[float], statistic: str) -> Any:
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     n = int(table[0].sum())
     expected = n * np.asarray(probs, dtype=np.float64)
@@ -154,7 +154,7 @@ def _statistics(table: Any, probs: Sequence[float], statistic: str) -> Any:
 
 def exact_pvalue(observed: Sequence[int], probs: Sequence[float], statistic: str = "pearson") -> float:
     """``P_H0(T >= t_observed)`` by enumerating every count vector (exact, no asymptotics)."""
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     n, k = sum(observed), len(observed)
     table = compositions(n, k)
@@ -171,7 +171,7 @@ def _test(
     statistic: str,
     exact: str,
 ) -> GofResult:
-    from scipy import stats as sps
+    from scipy import stats as sps  # deferred: heavy
 
     n = sum(counts.values())
     if n < 1:

@@ -107,7 +107,7 @@ def fisher(pvalues: Sequence[float]) -> float:
     >>> round(fisher([0.01, 0.01]), 6)
     0.001021
     """
-    from scipy import stats
+    from scipy import stats  # deferred: heavy
 
     if not pvalues or any(not 0 <= p <= 1 for p in pvalues):
         raise UsageError(f"pvalues={list(pvalues)!r} must be a non-empty list of numbers in [0, 1]")

@@ -60,7 +60,7 @@ def _below(ordering: str, p: Any, q: Any, token: int) -> float:
     """``F(x-)`` of :func:`randomized_pit` along :func:`order_tokens`' order, without sorting
     the vocabulary: the mass of the tokens that order puts before ``token`` (ties broken by
     id, as there). Linear in the vocabulary, for trained models' 50 thousand tokens."""
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     ids = np.arange(p.shape[0])
     if ordering == "token-id":
@@ -80,7 +80,7 @@ def _below(ordering: str, p: Any, q: Any, token: int) -> float:
 
 def ks_uniform(u: Sequence[float]) -> tuple[float, float]:
     """Kolmogorov-Smirnov test of uniformity: ``(statistic, pvalue)``, exact for n <= 10000."""
-    from scipy import stats
+    from scipy import stats  # deferred: heavy
 
     n = len(u)
     if n == 0:
@@ -132,7 +132,7 @@ def pit_battery(
     same uniform ``V`` is used for a token under every ordering. ``skip(sequence, t)`` leaves
     out tokens that are not samples (a prompt).
     """
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     if rng is None:
         if seed is None:

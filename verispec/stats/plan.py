@@ -25,7 +25,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from verispec.core.distributions import as_float_distribution
 from verispec.errors import UsageError
+from verispec.stats.gof import EXACT_LIMIT, _log_pmf, _statistics, compositions, pooled_cells
 
 __all__ = [
     "Plan",
@@ -62,8 +64,6 @@ def check_rate(name: str, value: float) -> float:
 
 
 def _check_law(name: str, values: Sequence[float]) -> list[float]:
-    from verispec.core.distributions import as_float_distribution
-
     return as_float_distribution(list(values), name=name).tolist()  # type: ignore[no-any-return]
 
 
@@ -87,7 +87,7 @@ def kl(a: Sequence[float], b: Sequence[float]) -> float:
 
 def chi_square_power(n: int, w: float, df: int, alpha: float) -> float:
     """Power of Pearson's test with ``n`` samples against effect ``w`` (noncentral chi-square)."""
-    from scipy import stats
+    from scipy import stats  # deferred: heavy
 
     critical = stats.chi2.isf(alpha, df)
     return float(stats.ncx2.sf(critical, df, n * w * w))
@@ -124,7 +124,7 @@ def g_test_sample_size(
     null: Sequence[float], alternative: Sequence[float], *, alpha: float, power: float
 ) -> int:
     """The G-test's sample size with noncentrality ``2 n D(q || p)``."""
-    from scipy import stats
+    from scipy import stats  # deferred: heavy
 
     check_rate("alpha", alpha)
     check_rate("power", power)
@@ -154,9 +154,7 @@ def least_favourable(null: Sequence[float], tv: float) -> list[float]:
 def _exact_power_curve(
     null: list[float], alternative: list[float], alpha: float, statistic: str
 ) -> Callable[[int], float]:
-    import numpy as np
-
-    from verispec.stats.gof import _log_pmf, _statistics, compositions
+    import numpy as np  # deferred: heavy
 
     def power_at(n: int) -> float:
         table = compositions(n, len(null))
@@ -320,7 +318,6 @@ def plan(
             "no alternative needed",
         ),
     ]
-    from verispec.stats.gof import EXACT_LIMIT
 
     planned = int(rows[0][1])
     small = exact and math.comb(int(1.6 * planned) + len(p) - 1, len(p) - 1) <= EXACT_LIMIT
@@ -399,7 +396,6 @@ def pooled_pearson_plan(
     are pooled from the exact law and the planned size (never from observed counts), and the
     plan is redone once on the pooled cells' degrees of freedom.
     """
-    from verispec.stats.gof import pooled_cells
 
     support = {t: v for t, v in enumerate(law) if v > 0}
     df = max(len(support) - 1, 1)
@@ -417,7 +413,7 @@ BERNOULLI_SD = 0.5
 
 def z_test_sample_size(delta: float, *, alpha: float, power: float, sd: float = BERNOULLI_SD) -> int:
     """Observations for a two-sided z-test of a mean to detect a shift ``delta``."""
-    from scipy import stats
+    from scipy import stats  # deferred: heavy
 
     check_rate("alpha", alpha)
     check_rate("power", power)
@@ -427,7 +423,7 @@ def z_test_sample_size(delta: float, *, alpha: float, power: float, sd: float = 
 
 def z_test_power(delta: float, n: int, *, alpha: float, sd: float = BERNOULLI_SD) -> float:
     """The power of a two-sided z-test with ``n`` observations against a shift ``delta``."""
-    from scipy import stats
+    from scipy import stats  # deferred: heavy
 
     check_rate("alpha", alpha)
     if n < 1:

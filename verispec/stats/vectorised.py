@@ -23,7 +23,7 @@ VARIANTS = ("token-level", "resample-target", "reused-uniform")
 
 def law_counts(law: Mapping[Any, Any], n: int, reps: int, rng: Any) -> tuple[list[Any], Any]:
     """``reps`` independent multinomial count vectors of ``n`` draws from ``law``."""
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     keys = sorted(law, key=repr)
     probs = np.array([float(law[k]) for k in keys], dtype=np.float64)
@@ -32,7 +32,7 @@ def law_counts(law: Mapping[Any, Any], n: int, reps: int, rng: Any) -> tuple[lis
 
 
 def _cdf(rows: Any) -> Any:
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     cdf = np.cumsum(rows, axis=-1)
     cdf[..., -1] = np.where(cdf[..., -1] > 0, 1.0, 0.0)  # close the last bin against rounding
@@ -47,7 +47,7 @@ def token_level_rounds(
     Returns ``(lengths, tokens)``: the block length of each round and a ``[n, gamma+1]`` array
     whose first ``length`` entries are the committed block.
     """
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     if variant not in VARIANTS:
         raise UsageError(f"variant={variant!r} is not one of {', '.join(VARIANTS)}")

@@ -23,6 +23,7 @@ exact before control, then declaration order.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -225,8 +226,6 @@ def tree_verifier(
 
 
 def _load() -> None:
-    import importlib
-
     for module in MODULES:
         importlib.import_module(module)
 

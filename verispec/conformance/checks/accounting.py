@@ -29,6 +29,8 @@ from typing import Any
 from verispec.conformance.checks.context import GREEDY_MARGIN, Context
 from verispec.conformance.checks.registry import POWER, CheckResult, Effect, check
 from verispec.engines.protocol import Request, Sampling
+from verispec.stats.pit import ks_uniform, order_tokens, randomized_pit
+from verispec.stats.plan import dkw_power, dkw_sample_size, z_test_power, z_test_sample_size
 from verispec.verdicts import Evidence
 
 #: The three statistical tests, each at a third of the check's alpha.
@@ -54,7 +56,7 @@ def _survival_along(
 
 def _point_masses(rows: list[Any]) -> list[Any]:
     """The draft law of argmax drafting: 1 at each row's argmax."""
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     out = []
     for row in rows:
@@ -79,7 +81,7 @@ def _greedy_draft_path(ctx: Context) -> tuple[list[dict[str, Any]], int]:
     """At temperature 0 every reported draft must be the draft model's argmax after the
     round's prefix and the drafts before it (a draft cache left behind or shifted changes
     it). Returns the unexcused mismatches and the number of drafts compared."""
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     mismatches: list[dict[str, Any]] = []
     compared = 0
@@ -113,11 +115,8 @@ def _greedy_draft_path(ctx: Context) -> tuple[list[dict[str, Any]], int]:
 )
 def acceptance_accounting(ctx: Context) -> CheckResult:
     """See the module docstring."""
-    import numpy as np
-    from scipy import stats
-
-    from verispec.stats.pit import ks_uniform, order_tokens, randomized_pit
-    from verispec.stats.plan import dkw_power, dkw_sample_size, z_test_power, z_test_sample_size
+    import numpy as np  # deferred: heavy
+    from scipy import stats  # deferred: heavy
 
     capabilities = ctx.engine.capabilities
     has_draft = "draft-model" in capabilities

@@ -17,6 +17,7 @@ from typing import Any
 
 from verispec.conformance.checks.registry import POWER, Check, CheckResult
 from verispec.conformance.proxy import EngineOutputError, EngineProxy
+from verispec.core.transforms import apply_float
 from verispec.engines.protocol import Completion, Request, Sampling
 from verispec.stats.multiplicity import Budget
 from verispec.verdicts import Evidence, Failure, Status
@@ -81,7 +82,7 @@ class Context:
 
     def rng(self, stream: str, *index: object) -> Any:
         """A numpy generator seeded by :meth:`seed_for`."""
-        import numpy as np
+        import numpy as np  # deferred: heavy
 
         return np.random.default_rng(self.seed_for(stream, *index))
 
@@ -165,9 +166,7 @@ class Context:
     ) -> list[Any]:
         """The ``model``'s law before each of ``tokens`` (after the penalties for the prompt and
         the tokens before it, then the sampling settings), one float64 array per token."""
-        import numpy as np
-
-        from verispec.core.transforms import apply_float
+        import numpy as np  # deferred: heavy
 
         if not tokens:
             return []

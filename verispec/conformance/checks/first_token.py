@@ -20,6 +20,9 @@ import math
 from verispec.conformance.checks.context import Context
 from verispec.conformance.checks.registry import POWER, CheckResult, Effect, check
 from verispec.engines.protocol import Request, Sampling
+from verispec.stats.gof import pearson_test
+from verispec.stats.plan import pooled_pearson_plan
+from verispec.stats.sequential import DirichletEProcess
 from verispec.verdicts import Evidence
 
 
@@ -32,10 +35,6 @@ from verispec.verdicts import Evidence
     effect=Effect("total variation {} on the test's cells", 0.1),
 )
 def first_token_law(ctx: Context) -> CheckResult:
-    from verispec.stats.gof import pearson_test
-    from verispec.stats.plan import pooled_pearson_plan
-    from verispec.stats.sequential import DirichletEProcess
-
     assert ctx.budget is not None
     groups: list[tuple[Sampling, ...]] = [(Sampling(1.0),)]
     if not ctx.quick:

@@ -31,7 +31,7 @@ def greedy_baseline(
 ) -> tuple[int | None, float]:
     """First position where ``tokens`` leaves the baseline's argmax path (with ``sampling``'s
     penalties), and that step's margin."""
-    import numpy as np
+    import numpy as np  # deferred: heavy
 
     logits = np.asarray(ctx.engine.logits_along("target", prompt, tokens), dtype=np.float64)
     for i, raw in enumerate(logits):

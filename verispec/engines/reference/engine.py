@@ -69,7 +69,7 @@ class ReferenceEngine:
             raise UsageError(f"tree={tree!r} must list children per depth, each >= 1")
         if gamma < 1:
             raise UsageError(f"gamma={gamma!r} must be >= 1")
-        import torch
+        import torch  # deferred: heavy
 
         self.torch = torch
         self.hf_target, self.hf_draft = target, draft

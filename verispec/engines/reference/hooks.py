@@ -35,7 +35,7 @@ __all__ = ["RAW_Q_TOP_K", "Hooks", "planted_hooks", "probs", "verify_correctly",
 
 def probs(logits: Any, config: Any) -> list[float]:
     """The law of one row of ``logits`` under the sampling settings ``config`` (float64)."""
-    import torch
+    import torch  # deferred: heavy
 
     row = torch.softmax(logits.double(), dim=-1).cpu().numpy()
     return [float(v) for v in apply_float(row, config)]
