@@ -7,7 +7,7 @@ from fractions import Fraction
 import pytest
 
 from verispec.core.models import FixedModel
-from verispec.engines.registry import installed
+from verispec.errors import installed
 from verispec.verifiers.instance import ChainInstance
 
 pytest_plugins = ["pytester"]

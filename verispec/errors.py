@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import difflib
 import enum
+import functools
 import importlib
+import importlib.metadata
+import importlib.util
 from collections.abc import Iterable
 
 __all__ = [
@@ -20,6 +23,7 @@ __all__ = [
     "NonConformance",
     "UsageError",
     "VerispecError",
+    "installed",
     "require",
     "unknown_name",
 ]
@@ -81,6 +85,19 @@ class MissingDependency(VerispecError, ImportError):
         Exception.__init__(error, message)
         error.module, error.extra = "", ""
         return error
+
+
+@functools.cache
+def _distributions() -> dict[str, list[str]]:
+    return dict(importlib.metadata.packages_distributions())
+
+
+def installed(module: str) -> bool:
+    """Whether the top-level ``module`` is installed: an installed distribution provides it
+    and it can be found. A bare folder of that name on the path (a source checkout never
+    built, a folder of scripts) is not an installation, though ``importlib.util.find_spec``
+    finds it."""
+    return bool(_distributions().get(module)) and importlib.util.find_spec(module) is not None
 
 
 def require(module: str, extra: str) -> object:

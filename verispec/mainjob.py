@@ -13,7 +13,6 @@ negative controls. Every result is written to the report folder as it arrives
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -24,6 +23,7 @@ from verispec._compat import deprecated_name
 from verispec.conformance.runner import conform
 from verispec.controls.mutants import Layer
 from verispec.controls.runner import run_controls
+from verispec.errors import installed
 from verispec.exact.articles import article_checks
 from verispec.exact.lengths import length_table
 from verispec.exact.optimum import optimum_table
@@ -56,7 +56,7 @@ class MainJob:
 
 
 def _missing_torch_and_transformers() -> list[str]:
-    return [m for m in ("torch", "transformers") if importlib.util.find_spec(m) is None]
+    return [m for m in ("torch", "transformers") if not installed(m)]
 
 
 def run_main_job(

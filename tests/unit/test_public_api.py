@@ -8,6 +8,7 @@ import sys
 import pytest
 
 import verispec
+from verispec.errors import UsageError
 
 
 def test_every_public_name_resolves() -> None:
@@ -105,6 +106,21 @@ class TestDeprecatedNames:
 
         with pytest.warns(DeprecationWarning, match=r"verispec\.mainjob\.CheckJob is deprecated"):
             assert mainjob.CheckJob is mainjob.MainJob
+
+    def test_the_controls_catalog_names_of_the_last_release(self) -> None:
+        """ENGINE_MUTANTS, plant and quick_blind_spots of verispec.controls.mutants: the bugs
+        are declared in the engine adapters now, and read through the engine registry."""
+        from verispec.controls import mutants
+
+        with pytest.warns(DeprecationWarning, match=r"mutants\.ENGINE_MUTANTS is deprecated"):
+            assert tuple(mutants.engine_mutants()) == mutants.ENGINE_MUTANTS
+        with pytest.warns(DeprecationWarning, match=r"mutants\.quick_blind_spots is deprecated"):
+            blind = mutants.quick_blind_spots(["first-token-law"])
+        assert [m.name for m in blind] == ["engine:reused-uniform"]
+        with pytest.warns(DeprecationWarning, match=r"mutants\.plant is deprecated"):
+            plant = mutants.plant
+        with pytest.raises(UsageError, match="mutation='nope' is not a known name"):
+            plant("reference", ["nope"])
 
     def test_renamed_modules_warn_naming_the_new_ones(self) -> None:
         """Each renamed module, imported afresh in a subprocess (the warning fires on first

@@ -17,12 +17,14 @@ Each bug is declared where the thing it breaks is written:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from verispec._compat import deprecated_name
 from verispec.engines import registry as engines
-from verispec.engines.bugs import PlantedBug
+from verispec.engines.bugs import REFERENCE_ENGINES, PlantedBug
+from verispec.engines.reference.hooks import planted_hooks
 from verispec.errors import UsageError, unknown_name
 from verispec.smt.catalog import CATALOG
 from verispec.verdicts import Evidence, VerdictKind
@@ -166,3 +168,32 @@ def find(name: str) -> Mutant:
     if len(matches) == 1:
         return matches[0]
     raise unknown_name("control", name, by_name)
+
+
+def _plant(engine: str, mutations: Sequence[str]) -> Any:
+    """Deprecated :func:`plant`: the reference engines' hooks with the bugs planted, or another
+    engine's patches applied in this process."""
+    bugs = engines.planted(engine, mutations)
+    if engine in REFERENCE_ENGINES:
+        return planted_hooks(bugs)
+    for bug in bugs:
+        bug.replacement()
+    return None
+
+
+def _quick_blind_spots(checks: Sequence[str]) -> list[Mutant]:
+    return [Mutant.of_bug(b) for b in engines.quick_blind_spots(checks)]
+
+
+def __getattr__(name: str) -> Any:
+    """Names of the release before the bugs moved beside their seams, kept for one release."""
+    moved: dict[str, tuple[str, Callable[[], Any]]] = {
+        "ENGINE_MUTANTS": ("verispec.controls.mutants.engine_mutants()", lambda: tuple(engine_mutants())),
+        "plant": ("verispec.engines.registry.planted (and the engine's factory)", lambda: _plant),
+        "quick_blind_spots": ("verispec.engines.registry.quick_blind_spots", lambda: _quick_blind_spots),
+    }
+    if name in moved:
+        new, value = moved[name]
+        deprecated_name(f"verispec.controls.mutants.{name}", new)
+        return value()
+    raise AttributeError(f"module 'verispec.controls.mutants' has no attribute {name!r}")

@@ -28,7 +28,7 @@ from typing import Any
 
 from verispec.engines.tiny import SIZES as TINY
 from verispec.engines.tiny import tiny_pair
-from verispec.errors import MissingDependency, UsageError, require
+from verispec.errors import MissingDependency, UsageError, installed, require
 
 __all__ = [
     "SMOLLM2",
@@ -193,7 +193,7 @@ def _convert_smollm2(out: Path) -> None:
     torch: Any = require("torch", "torch")
     transformers: Any = require("transformers", "transformers")
     for module, package in (("gguf", "gguf"), ("accelerate", "accelerate")):
-        if importlib.util.find_spec(module) is None:
+        if not installed(module):
             raise MissingDependency(package, "smollm2", SMOLLM2_INSTALL)
     path = _gguf_path()
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)

@@ -16,17 +16,14 @@ modules, which import torch and transformers only when a factory runs.
 
 from __future__ import annotations
 
-import functools
 import importlib
-import importlib.metadata
-import importlib.util
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from verispec.engines.bugs import PlantedBug, registered
 from verispec.engines.protocol import CAPABILITIES
-from verispec.errors import MissingDependency, UsageError, unknown_name
+from verispec.errors import MissingDependency, UsageError, installed, unknown_name
 
 __all__ = [
     "MODULES",
@@ -35,7 +32,6 @@ __all__ = [
     "builtin_engine",
     "engines",
     "get",
-    "installed",
     "names",
     "planted",
     "quick_blind_spots",
@@ -98,18 +94,6 @@ class BuiltinEngine:
     def mutants(self) -> list[str]:
         """The planted bugs this engine takes (``--mutation``)."""
         return [b.name for b in bugs() if b.engine in {self.name, self.mutants_of}]
-
-
-@functools.cache
-def _distributions() -> dict[str, list[str]]:
-    return dict(importlib.metadata.packages_distributions())
-
-
-def installed(module: str) -> bool:
-    """Whether the top-level ``module`` is installed: some installed distribution provides it.
-    A bare folder of that name on the path (a source checkout never built, a folder of scripts)
-    does not count, though ``importlib.util.find_spec`` would find it."""
-    return bool(_distributions().get(module)) and importlib.util.find_spec(module) is not None
 
 
 _ENGINES: dict[str, BuiltinEngine] = {}

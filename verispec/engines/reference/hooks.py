@@ -167,7 +167,7 @@ def _index(name: str) -> Callable[..., Any]:
     seam="crop",
     mechanism="target cache cropped to L + accepted + 1: the rejected draft's KV stays visible",
     source=f"the crop rule, {CONVENTIONS} (verispec smt crop-plus-one refutes it)",
-    caught_by={"greedy-equivalence": MISMATCH, "cache-rollback": STATISTIC},
+    caught_by={"greedy-equivalence": MISMATCH, "cache-rollback": IMPOSSIBLE},
 )
 def _crop_plus_one(starts: Any, kept: Any, lengths: Sequence[int]) -> dict[int, int]:
     return {b: min(ix.wrong_crop_plus_one(L, kept[b]), lengths[b]) for b, L in starts.items()}
@@ -238,7 +238,7 @@ planted_bug(
     seam="verify",
     mechanism="softmax of clamp(p - q, 0) as the residual",
     source="huggingface/transformers PR #28508",
-    caught_by={"sampling-law": STATISTIC, "first-token-law": STATISTIC},
+    caught_by={"sampling-law": IMPOSSIBLE, "first-token-law": STATISTIC},
 )(_registered_verify("softmax-residual"))
 planted_bug(
     "bonus-wrong-row",
@@ -246,7 +246,7 @@ planted_bug(
     seam="verify",
     mechanism="bonus token drawn from the last draft position's target row",
     source="NVIDIA/TensorRT-LLM PR #15098; SafeAILab/EAGLE PR #47",
-    caught_by={"sampling-law": STATISTIC},
+    caught_by={"sampling-law": IMPOSSIBLE},
 )(_registered_verify("bonus-wrong-row"))
 planted_bug(
     "missing-bonus",
@@ -344,7 +344,7 @@ def _draft_temperature_ignored(logits: Any, config: Any, rand: Any) -> tuple[int
     seam="target_configs",
     mechanism="target probabilities scored with default settings (T=1, no truncation)",
     source="vllm-project/vllm #9834 -> PR #10198",
-    caught_by={"sampling-law": STATISTIC},
+    caught_by={"sampling-law": IMPOSSIBLE},
 )
 def _default_params(config: Any, gamma: int) -> list[Any]:
     return [SamplingConfig()] * (gamma + 1)
@@ -397,7 +397,7 @@ def _draft_probs_none(logits: Any, config: Any, rand: Any) -> tuple[int, list[fl
     seam="target_configs",
     mechanism="min_p applied to the bonus row only, not to the verified rows",
     source="vllm-project/vllm #42744 -> PR #42802",
-    caught_by={"sampling-law": STATISTIC},
+    caught_by={"sampling-law": IMPOSSIBLE},
 )
 def _min_p_verify_ignored(config: Any, gamma: int) -> list[Any]:
     return [replace(config, min_p=None)] * gamma + [config]
@@ -409,7 +409,7 @@ def _min_p_verify_ignored(config: Any, gamma: int) -> list[Any]:
     seam="verify",
     mechanism="the acceptance uniform fixed at 0: every draft accepted",
     source="vllm-project/vllm-ascend #13730",
-    caught_by={"sampling-law": STATISTIC},
+    caught_by={"sampling-law": IMPOSSIBLE},
 )
 def _always_accept(
     p_rows: Any, q_rows: Any, drafts: Sequence[int], rand: Any, greedy: bool
@@ -460,7 +460,7 @@ def _unnormalised_draft(logits: Any, config: Any, rand: Any) -> tuple[int, list[
     seam="target_configs",
     mechanism="top-k, top-p and min-p not applied to the bonus row",
     source="SafeAILab/EAGLE PR #215",
-    caught_by={"cache-rollback": STATISTIC},
+    caught_by={"cache-rollback": IMPOSSIBLE},
 )
 def _bonus_untruncated(config: Any, gamma: int) -> list[Any]:
     return [config] * gamma + [replace(config, top_k=None, top_p=None, min_p=None)]
