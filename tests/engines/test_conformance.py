@@ -6,7 +6,6 @@ statistical checks) with the quick design; seeds are fixed.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from verispec.conformance.checks import checks, names
 from verispec.conformance.runner import conform
 from verispec.controls.mutants import Mutant, engine_mutants
 from verispec.engines import registry
-from verispec.errors import UsageError
+from verispec.errors import UsageError, installed
 from verispec.stats.constants import PER_TEST_ALPHA
 from verispec.stats.plan import dkw_sample_size
 from verispec.verdicts import RunVerdict, Status
@@ -49,7 +48,7 @@ MANIFEST = Path(__file__).resolve().parents[2] / "conformance" / "expected-failu
 def _marks(engine: str) -> list[Any]:
     entry = registry.get(engine)
     modules = registry.EXTRA_MODULES.get(entry.extra or "", ())
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    missing = [m for m in modules if not installed(m)]
     marks: list[Any] = [pytest.mark.vllm] if engine.startswith("vllm") else []
     if missing:
         marks.append(pytest.mark.skip(reason=f"needs {', '.join(missing)}: {entry.install}"))

@@ -233,7 +233,7 @@ def _softmax_residual_sampling(
     seam="transformers.generation.utils._speculative_sampling",
     mechanism="transformers' verification step with softmax(clamp(p - q, 0)) as the residual",
     source="huggingface/transformers PR #28508",
-    caught_by={"sampling-law": Evidence.STATISTIC, "first-token-law": Evidence.STATISTIC},
+    caught_by={"sampling-law": Evidence.IMPOSSIBLE, "first-token-law": Evidence.STATISTIC},
 )
 def _patch_softmax_residual() -> None:
     import transformers.generation.utils as generation  # deferred: heavy
