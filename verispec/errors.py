@@ -102,7 +102,6 @@ def installed(module: str) -> bool:
 
 def require(module: str, extra: str) -> object:
     """Import an optional dependency or raise :class:`MissingDependency`."""
-
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:

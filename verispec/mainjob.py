@@ -73,7 +73,6 @@ def run_main_job(
 
     ``progress`` receives one line per step and per result (the CLI prints them on stderr).
     """
-
     say = progress or (lambda line: None)
     out = os.fspath(out)
     budget = ProveBudget.quick(seed) if quick else ProveBudget(seed=seed)
@@ -184,7 +183,6 @@ def _conformance(out: str, quick: bool, report: Any, failures: list[str], say: C
     """Step 5: the conformance suite on the built-in engines; the family-wise false-alarm
     budget is split between them. Without torch and transformers it is skipped, and the
     report says so."""
-
     say(
         f"[5/6] conformance ({'quick' if quick else 'full'}) of {', '.join(CHECK_ENGINES)} "
         "on tiny seeded models"
@@ -236,7 +234,6 @@ def _controls(
 ) -> str:
     """Step 6: the negative controls, reusing the verifier and SMT results of steps 3 and 4.
     A quick run leaves out the engine controls whose checks are statistical."""
-
     mode = "smoke: deterministic engine checks" if quick else "declared checks at full size"
     say(f"[6/6] negative controls ({mode}); report in {out}/controls/")
     layers: tuple[Layer, ...] = ("verifier", "index")

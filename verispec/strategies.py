@@ -212,7 +212,6 @@ def tree_instances(
     Shrinking goes toward the first shape, two tokens, uniform context-free rows and the
     first sampling config.
     """
-
     _check_sizes(min_vocab=min_vocab, max_vocab=max_vocab, max_weight=max_weight)
     if law not in LAWS:
         raise UsageError(f"law={law!r} is not one of {', '.join(LAWS)}")

@@ -119,7 +119,6 @@ def _logits_along(engine: Any, model: str, prompt: list[int], tokens: list[int])
 def _device(engine: Any, asked: str) -> str:
     """The device the engine really runs on: its ``device`` attribute, or its first
     parameter's, described with the accelerator's name where there is one."""
-
     found = getattr(engine, "device", None)
     if found is None:
         for attr in ("target", "model", "hf_target"):

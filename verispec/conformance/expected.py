@@ -86,7 +86,6 @@ def mark_expected(result: Any, entries: Sequence[ExpectedFailure]) -> str | None
     """Turn ``result`` into ``xfail`` (in place) when an entry lists its check and it failed;
     return a warning when an entry lists it but it did not fail. ``entries`` are this
     engine's (:func:`for_engine`)."""
-
     entry = next((e for e in entries if e.check == result.name), None)
     if entry is None:
         return None
@@ -107,7 +106,6 @@ def for_engine(entries: Sequence[ExpectedFailure], *, engine: str, name: str) ->
 
 def unmatched(entries: Sequence[ExpectedFailure], ran: Sequence[str]) -> list[str]:
     """Warnings for this engine's entries whose check did not run, or does not exist."""
-
     known = set(names())
     warnings = []
     for entry in entries:

@@ -155,7 +155,6 @@ class EngineProxy:
 
     def logits_along(self, model: str, prompt: tuple[int, ...], tokens: list[int]) -> Any:
         """The ``model``'s logits predicting each of ``tokens`` (a float32 array, one row each)."""
-
         import numpy as np  # deferred: heavy
 
         answer = self._ask(

@@ -212,7 +212,6 @@ def conform(
     ``expected_failures`` is a manifest (a TOML path, or entries) of failures to report as
     expected (:mod:`verispec.conformance.expected`).
     """
-
     budget = Budget(alpha)
     if design not in DESIGNS:
         raise UsageError(f"design={design!r} is not one of {', '.join(DESIGNS)}")

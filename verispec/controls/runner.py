@@ -273,7 +273,6 @@ def _merge(cells: list[Cell], order: list[str]) -> list[Cell]:
 def _installed(controls: list[Mutant]) -> tuple[list[Mutant], list[str]]:
     """The controls whose engine can run here, and a line for each one left out (its engine's
     optional extra is not installed)."""
-
     kept, left_out = [], []
     for m in controls:
         if m.layer == "engine" and m.engine and ":" not in m.engine:  # a built-in engine
@@ -382,7 +381,6 @@ def _run_engine_controls(
     """The engine layer: every mutant first, then each unmutated subject through the same
     checks at the same sizes its mutants needed (so the false-alarm record is on the tests
     that did the catching). Results are recorded as they complete."""
-
     statistical_checks = {c.name for c in checks() if c.statistical}
     check_order = [c.name for c in checks()]
     # engines run side by side share the cores: one engine's threads each, not all of them

@@ -108,7 +108,6 @@ class ModelPair:
 
 def sizes() -> list[str]:
     """Every ``--size`` name: the tiny seeded sizes, then the trained model."""
-
     return [*TINY, SMOLLM2]
 
 
@@ -189,7 +188,6 @@ def _gguf_path() -> Path:
 
 def _convert_smollm2(out: Path) -> None:
     """Dequantise the GGUF file into a float32 target, and write the layer-skip draft."""
-
     torch: Any = require("torch", "torch")
     transformers: Any = require("transformers", "transformers")
     for module, package in (("gguf", "gguf"), ("accelerate", "accelerate")):

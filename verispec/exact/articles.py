@@ -113,7 +113,6 @@ def _first_token_law(name: str, target: Sequence[Fraction], draft: Sequence[Frac
 
 def _exact_decimal(value: Fraction) -> str:
     """The exact decimal expansion of ``value`` if it terminates, else the fraction."""
-
     den = value.denominator
     for prime in (2, 5):
         while den % prime == 0:

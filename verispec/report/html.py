@@ -102,7 +102,6 @@ def _starts_block(line: str) -> bool:
 
 def render(data: dict[str, Any]) -> str:
     """The whole report (the same document as ``report.md``) as one HTML page."""
-
     verdict = data.get("verdict") or "running"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>verispec report: {_html.escape(str(verdict))}</title>

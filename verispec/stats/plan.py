@@ -396,7 +396,6 @@ def pooled_pearson_plan(
     are pooled from the exact law and the planned size (never from observed counts), and the
     plan is redone once on the pooled cells' degrees of freedom.
     """
-
     support = {t: v for t, v in enumerate(law) if v > 0}
     df = max(len(support) - 1, 1)
     n = chi_square_sample_size(2 * tv, df, alpha=alpha, power=power)
