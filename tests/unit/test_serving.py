@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -25,12 +24,9 @@ from verispec.serving import (
 from verispec.serving.measure import _draft_gain_lost
 
 ROOT = Path(__file__).resolve().parents[2]
-#: The end-to-end runs serve the reference engine, or an engine of ``tests/fixtures/my_engine.py``:
-#: both run on torch and a tiny transformers model. The arithmetic above them needs neither.
-needs_engines = pytest.mark.skipif(
-    importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None,
-    reason="serving an engine needs torch and transformers (pip install 'verispec[transformers]')",
-)
+#: The end-to-end runs (marked torch: skipped, saying what to install, without torch and
+#: transformers) serve the reference engine or an engine of ``tests/fixtures/my_engine.py``; the
+#: arithmetic above them needs neither.
 
 
 def _timed(seconds: float, tokens: int, speculative: bool = True, rounds=None, times=None) -> Timed:
@@ -161,7 +157,6 @@ def _in_repo_root(monkeypatch) -> None:
 
 
 @pytest.mark.torch
-@needs_engines
 @pytest.mark.usefixtures("_in_repo_root")
 def test_serve_measures_the_reference_engine_and_keeps_every_request(tmp_path, capsys) -> None:
     out = tmp_path / "serve"
@@ -189,7 +184,6 @@ def test_serve_measures_the_reference_engine_and_keeps_every_request(tmp_path, c
 
 
 @pytest.mark.torch
-@needs_engines
 @pytest.mark.usefixtures("_in_repo_root")
 @pytest.mark.parametrize(
     ("factory", "reason"),
