@@ -506,7 +506,7 @@ def _recovered_from_target(original: Any) -> Any:
     mechanism="vLLM's draft rows verified against the target without temperature, top-k or top-p "
     "(the bonus row keeps them)",
     source="vllm-project/vllm #9834 -> PR #10198",
-    caught_by={"sampling-law": Evidence.STATISTIC},
+    caught_by={"sampling-law": Evidence.IMPOSSIBLE},
     fixes=("cpu-expand",),
 )
 @_patch("apply_sampling_constraints")
