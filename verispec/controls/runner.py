@@ -60,7 +60,7 @@ class Cell:
     @property
     def engine_broke(self) -> bool:
         """The check failed because the engine crashed, hung or refused a valid request."""
-        return self.status == Status.FAIL and self.failure in (Failure.CRASH, Failure.MISUSE)
+        return self.status == Status.FAIL and self.failure is not None and self.failure.is_engine_breaking
 
     def to_json(self) -> dict[str, Any]:
         return {
