@@ -108,9 +108,9 @@ class TestOutcomes:
         assert caught.to_json()["caught_by"] == ["ids-in-vocab"]
 
     def test_only_the_named_evidence_catches(self) -> None:
-        """softmax-residual must fail sampling-law through its statistic: the same check failing
+        """resample-target must fail sampling-law through its statistic: the same check failing
         through another evidence, or an undeclared check failing, is no catch."""
-        control = _control("softmax-residual")
+        control = _control("resample-target")
         assert control.evidence_for("sampling-law") == Evidence.STATISTIC
         other = Cell(
             "sampling-law",
@@ -209,7 +209,6 @@ class TestEscalation:
     def _run(
         self, monkeypatch, caught_quick: dict[str, bool], broken: str | None = None
     ) -> tuple[ControlsRun, list[tuple]]:
-        import verispec.conformance.runner as conformance
         import verispec.controls.runner as runner
         from verispec.conformance.checks import CheckResult
 
@@ -233,9 +232,9 @@ class TestEscalation:
             ]
             return type("Run", (), {"results": results})()
 
-        monkeypatch.setattr(conformance, "conform", fake_conform)
+        monkeypatch.setattr(runner, "conform", fake_conform)  # no engine runs
         monkeypatch.setattr(runner, "catalog", lambda layers: chosen)
-        monkeypatch.setattr(runner, "_installed", lambda controls: (controls, []))  # no engine runs
+        monkeypatch.setattr(runner, "_installed", lambda controls: (controls, []))
         return runner.run_controls(("engine",), quick=True, jobs=1), calls
 
     def test_a_miss_escalates_and_the_subject_follows(self, monkeypatch) -> None:
@@ -313,7 +312,6 @@ def test_unmutated_engines_run_with_their_mutants_fixes(monkeypatch) -> None:
     """The false-alarm record of an engine is taken on the engine its mutants were planted in:
     vLLM's subject runs with the cpu-expand fix its mutants carry (without it, vLLM's own CPU
     bug flags it), and says so."""
-    import verispec.conformance.runner as conformance
     import verispec.controls.runner as runner
     from verispec.conformance.checks import CheckResult
 
@@ -327,7 +325,7 @@ def test_unmutated_engines_run_with_their_mutants_fixes(monkeypatch) -> None:
         results = [CheckResult(n, status, "", generate_calls=6, evidence=evidence) for n in checks]
         return type("Run", (), {"results": results})()
 
-    monkeypatch.setattr(conformance, "conform", fake_conform)
+    monkeypatch.setattr(runner, "conform", fake_conform)
     monkeypatch.setattr(runner, "catalog", lambda layers: chosen)
     monkeypatch.setattr(runner, "_installed", lambda controls: (controls, []))  # vLLM need not be
     run = runner.run_controls(("engine",), quick=True, jobs=1)
