@@ -43,7 +43,7 @@ class TestCheckpoints:
             raise RuntimeError("disk full")
 
         with pytest.raises(RuntimeError, match="disk full"):
-            models._once(cache / "pair", crash)
+            models.write_once(cache / "pair", crash)
         assert not (cache / "pair").exists()
         assert list(cache.iterdir()) == []
 

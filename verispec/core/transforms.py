@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = [
+    "ORDERS",
     "SamplingConfig",
     "apply_exact",
     "apply_float",
@@ -50,6 +51,15 @@ __all__ = [
     "top_p_exact",
     "top_p_float",
 ]
+
+
+#: The orders in which engines apply the temperature and the truncations, with who uses each.
+ORDERS: dict[str, str] = {
+    "temperature-first": "temperature, then top-k, top-p and min-p "
+    "(vLLM, transformers, this module's definitions)",
+    "truncation-first": "top-k, top-p and min-p on the untempered law, then the temperature "
+    "(llama.cpp's sampler chain)",
+}
 
 
 @dataclass(frozen=True)
@@ -262,13 +272,27 @@ def min_p_float(row: Any, min_p: float) -> npt.NDArray[np.float64]:
     return _renorm_float(np.where((arr > 0) & (arr >= threshold), arr, 0.0))
 
 
-def apply_float(row: Any, config: SamplingConfig) -> npt.NDArray[np.float64]:
-    """Apply every transform of ``config`` to a float distribution."""
+def apply_float(
+    row: Any, config: SamplingConfig, *, order: str = "temperature-first"
+) -> npt.NDArray[np.float64]:
+    """Apply every transform of ``config`` to a float distribution, in ``order`` (one of
+    :data:`ORDERS`): the temperature before the truncations (vLLM, transformers), or after
+    them (llama.cpp's sampler chain: top-k, top-p and min-p on the untempered law)."""
     import numpy as np  # deferred: heavy
 
+    if order not in ORDERS:
+        raise UsageError(f"order={order!r} is not one of {', '.join(ORDERS)}")
     out = np.asarray(row, dtype=np.float64)
-    if config.temperature != 1:
+    if config.temperature != 1 and order == "temperature-first":
         out = temperature_float(out, float(config.temperature))
+    out = _truncate_float(out, config)
+    if config.temperature != 1 and order == "truncation-first":
+        out = temperature_float(out, float(config.temperature))
+    return out
+
+
+def _truncate_float(row: npt.NDArray[np.float64], config: SamplingConfig) -> npt.NDArray[np.float64]:
+    out = row
     if config.top_k is not None:
         out = top_k_float(out, config.top_k)
     if config.top_p is not None and config.top_p < 1:

@@ -35,8 +35,10 @@ __all__ = [
     "ModelPair",
     "cache_dir",
     "checkpoint_dirs",
+    "gguf_source",
     "load_pair",
     "sizes",
+    "write_once",
 ]
 
 #: The trained model's size name.
@@ -159,7 +161,7 @@ def checkpoint_dirs(
         pair.target.save_pretrained(out / "target")
         pair.draft.save_pretrained(out / "draft")
 
-    _once(folder, write)
+    write_once(folder, write)
     return folder / "target", folder / "draft"
 
 
@@ -170,11 +172,12 @@ def smollm2_checkpoints() -> tuple[Path, Path]:
     def write(out: Path) -> None:
         _convert_smollm2(out)
 
-    _once(folder, write)
+    write_once(folder, write)
     return folder / "target", folder / "draft"
 
 
-def _gguf_path() -> Path:
+def gguf_source() -> Path:
+    """The GGUF file of the package that ships SmolLM2 (its quantised weights and tokenizer)."""
     spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
     if spec is None or spec.origin is None:
         raise MissingDependency(SMOLLM2_PACKAGE, "smollm2", SMOLLM2_INSTALL)
@@ -193,7 +196,7 @@ def _convert_smollm2(out: Path) -> None:
     for module, package in (("gguf", "gguf"), ("accelerate", "accelerate")):
         if not installed(module):
             raise MissingDependency(package, "smollm2", SMOLLM2_INSTALL)
-    path = _gguf_path()
+    path = gguf_source()
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     loaded = transformers.AutoModelForCausalLM.from_pretrained(
         str(path.parent), gguf_file=path.name, dtype=torch.float32
@@ -224,7 +227,7 @@ def _convert_smollm2(out: Path) -> None:
     tokenizer.save_pretrained(out / "draft")
 
 
-def _once(folder: Path, write: Any) -> None:
+def write_once(folder: Path, write: Any) -> None:
     """Write ``folder`` with ``write(tmp)`` unless it is complete; a crash midway leaves no
     half-written folder (the temporary one is renamed at the end)."""
     if (folder / "complete").is_file():

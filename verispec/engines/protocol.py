@@ -44,6 +44,10 @@ CAPABILITIES: dict[str, str] = {
     "accepted and the committed count, and the drafts",
     "non-speculative": "`Request(speculative=False)` decodes token by token with the same model",
     "seeded": "the same request and seed give the same tokens",
+    "seeded-equivalence": "spends one random draw per committed token on both paths, in the same order "
+    "(sample-and-match verification: each position's token is the target's own sample, and a draft is "
+    "accepted when it equals it), so a speculative request gives token for token the output of the same "
+    "request and seed with `speculative=False`, at any temperature",
     "draft-model": "exposes the draft model's logits (`draft_logits_along` or `draft_logits`)",
     "point-mass-drafts": "the verifier receives no draft law: each draft is a point mass (q = 1 at the "
     "draft), accepted with probability p(draft); with `draft-model` the drafts are the draft model's "
@@ -110,6 +114,12 @@ class Sampling:
             exact("min_p", self.min_p),
         )
 
+    def uses(self, feature: str) -> bool:
+        """Whether the setting ``feature`` (a field name) is set to anything but its neutral
+        value (unset, 0, or its default: a repetition penalty of 1 is no penalty)."""
+        value = getattr(self, feature)
+        return value not in (None, 0) and value != getattr(_NEUTRAL, feature)
+
     @property
     def penalised(self) -> bool:
         """Whether any penalty is set (a request carries one only to engines with ``penalties``)."""
@@ -142,6 +152,9 @@ class Sampling:
         for token, count in Counter(generated).items():
             out[token] -= self.frequency_penalty * count + self.presence_penalty
         return out
+
+
+_NEUTRAL = Sampling()
 
 
 @dataclass(frozen=True)

@@ -46,12 +46,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from verispec.core.transforms import apply_float
 from verispec.engines import registry, vllm_proposer
 from verispec.engines.bugs import AUDIT_ARTICLE, planted_bug
 from verispec.engines.model_pairs import checkpoint_dirs, load_pair
 from verispec.engines.protocol import Completion, Request, RoundStat
 from verispec.engines.registry import builtin_engine
+from verispec.engines.scripted import impossible_token
 from verispec.engines.torchlm import along
 from verispec.errors import UsageError
 from verispec.verdicts import Evidence
@@ -233,7 +233,7 @@ class VLLMEngine:
 
         s = request.sampling
         for feature, reason in self.unsupported.items():
-            if getattr(s, feature) is not None:
+            if s.uses(feature):
                 raise UsageError(f"{self.name} does not take {feature}: {reason}")
         return SamplingParams(
             n=1,
@@ -407,16 +407,7 @@ class VLLMScriptedEngine(VLLMEngine):
 
     @staticmethod
     def _impossible(logits: Any, ids: tuple[int, ...], request: Request) -> int | None:
-        import numpy as np  # deferred: heavy
-
-        generated = list(ids[len(request.prompt) :])
-        row = np.asarray(
-            request.sampling.penalise(np.asarray(logits, dtype=np.float64), generated, request.prompt)
-        )
-        row = np.exp(row - row.max())
-        p = apply_float(row / row.sum(), request.sampling.config())
-        zero = np.flatnonzero(p == 0)
-        return int(zero[0]) if zero.size else None
+        return impossible_token(logits, ids, request)
 
 
 def fix_cpu_expand() -> None:

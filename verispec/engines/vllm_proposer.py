@@ -8,15 +8,15 @@ script over through :data:`STATE` before each ``generate`` call.
 vLLM gives a custom proposer's drafts no draft law (``draft_probs`` is ``None``): the
 rejection sampler treats each draft as a point mass and accepts it with probability
 ``p(draft)``. So a draft cannot be made certain to pass; before the scripted position this
-proposer drafts the target's most likely token (accepted with probability ``max p``), at the
-position a token the target cannot emit under the request's settings (always rejected),
-and nothing after it. The first rejection therefore falls at the scripted position or before
-it; the rounds the adapter records from vLLM's scheduler say where.
+proposer drafts by :func:`verispec.engines.scripted.scripted_drafts`; the rounds the adapter
+records from vLLM's scheduler say where the first rejection fell.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from verispec.engines.scripted import scripted_drafts
 
 __all__ = ["STATE", "ScriptedProposer"]
 
@@ -51,20 +51,6 @@ class ScriptedProposer:
         return drafts
 
     def _draft(self, committed: tuple[int, ...]) -> list[int]:
-        script = STATE.get("script")
-        if not script:
-            return []
-        position = self.gamma if script.get("kind") == "full-acceptance" else int(script["position"])
-        out: list[int] = []
-        for i in range(min(position, self.gamma) + 1):
-            if i == self.gamma:
-                break
-            logits = STATE["logits"]((*committed, *out))
-            if i < position:
-                out.append(int(logits.argmax()))
-                continue
-            token = STATE["impossible"](logits, (*committed, *out))
-            if token is None:
-                break
-            out.append(int(token))
-        return out
+        return scripted_drafts(
+            STATE.get("script"), self.gamma, committed, STATE["logits"], STATE["impossible"]
+        )

@@ -121,7 +121,7 @@ class Context:
         if sampling.penalised and "penalties" not in self.engine.capabilities:
             return "penalties: the engine lacks the capability penalties"
         for feature, reason in self.engine.unsupported.items():
-            if getattr(sampling, feature, None) not in (None, 0, 0.0):
+            if sampling.uses(feature):
                 return f"{feature}: {reason}"
         return None
 
@@ -165,7 +165,8 @@ class Context:
         self, model: str, prompt: tuple[int, ...], tokens: list[int], sampling: Sampling
     ) -> list[Any]:
         """The ``model``'s law before each of ``tokens`` (after the penalties for the prompt and
-        the tokens before it, then the sampling settings), one float64 array per token."""
+        the tokens before it, then the sampling settings in the engine's declared order: a
+        documented order is the engine's behaviour, never a failure), one float64 array per token."""
         import numpy as np  # deferred: heavy
 
         if not tokens:
@@ -176,7 +177,8 @@ class Context:
         rows = np.exp(logits)
         rows /= rows.sum(axis=1, keepdims=True)
         config = sampling.config()
-        return [apply_float(row, config) for row in rows]
+        order = getattr(self.engine, "sampling_order", "temperature-first")
+        return [apply_float(row, config, order=order) for row in rows]
 
     # ---------------------------------------------------------------- the result
     def result(self, status: Status, reason: str, **fields: Any) -> CheckResult:
