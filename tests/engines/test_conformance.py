@@ -50,6 +50,8 @@ def _marks(engine: str) -> list[Any]:
     modules = registry.EXTRA_MODULES.get(entry.extra or "", ())
     missing = [m for m in modules if not installed(m)]
     marks: list[Any] = [pytest.mark.vllm] if engine.startswith("vllm") else []
+    if engine.startswith("llamacpp"):
+        marks.append(pytest.mark.llama_cpp)
     if missing:
         marks.append(pytest.mark.skip(reason=f"needs {', '.join(missing)}: {entry.install}"))
     return marks

@@ -50,6 +50,7 @@ class TestReadmeFigures:
         assert self._number(r"(\d+) reference-engine mutants") == engines["reference"]
         assert self._number(r"(\d+) patches of transformers") == engines["hf-assisted"]
         assert self._number(r"(\d+) of vLLM") == engines["vllm-draft"] + engines["vllm-draft-probs"]
+        assert self._number(r"(\d+) of llama\.cpp") == engines["llamacpp-lookup"]
         assert self._number(r"the (\d+) refuted index conventions") == sum(
             m.layer == "index" for m in controls
         )

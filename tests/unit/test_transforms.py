@@ -121,3 +121,62 @@ def test_exact_and_float_forms_agree_on_dyadic_rows(
     floats = apply_float([float(v) for v in values], config)
     assert [v > 0 for v in exact] == [v > 0 for v in floats.tolist()]
     assert [float(v) for v in exact] == pytest.approx(floats.tolist(), abs=1e-12)
+
+
+class TestSamplingOrder:
+    """llama.cpp truncates the untempered law, then applies the temperature; vLLM and
+    transformers the other way round. The two orders differ for top-p and min-p once T != 1."""
+
+    def test_truncation_first_keeps_the_nucleus_of_the_untempered_law(self) -> None:
+        import numpy as np
+
+        from verispec.core.transforms import SamplingConfig, apply_float
+
+        row = np.array([0.5, 0.3, 0.15, 0.05])
+        config = SamplingConfig(Fraction(1, 2), top_p=Fraction(8, 10))
+        first = apply_float(row, config)  # T=1/2 sharpens to (0.69, 0.25, 0.06, 0.006): 2 kept
+        later = apply_float(row, config, order="truncation-first")  # 0.5 + 0.3 reaches 0.8: 2 kept
+        assert (first > 0).tolist() == [True, True, False, False]
+        assert (later > 0).tolist() == [True, True, False, False]
+        hot = SamplingConfig(Fraction(2), top_p=Fraction(7, 10))
+        # T=2 flattens to (0.38, 0.29, 0.21, 0.12): the nucleus of 0.7 needs three tokens;
+        # untempered (0.5, 0.3, ...) it needs two
+        assert (apply_float(row, hot) > 0).sum() == 3
+        assert (apply_float(row, hot, order="truncation-first") > 0).sum() == 2
+        kept = apply_float(row, hot, order="truncation-first")
+        assert np.isclose(kept[0] / kept[1], (0.5 / 0.3) ** 0.5)  # tempered after the cut
+
+    def test_min_p_reads_the_untempered_law_under_truncation_first(self) -> None:
+        import numpy as np
+
+        from verispec.core.transforms import SamplingConfig, apply_float
+
+        row = np.array([0.6, 0.3, 0.1])
+        config = SamplingConfig(Fraction(3), min_p=Fraction(1, 4))
+        assert (apply_float(row, config) > 0).sum() == 3  # tempered: 0.1**(1/3) / 0.6**(1/3) = 0.55
+        assert (apply_float(row, config, order="truncation-first") > 0).sum() == 2  # 0.1 < 0.6 / 4
+
+    def test_an_unknown_order_is_named(self) -> None:
+        from verispec.core.transforms import SamplingConfig, apply_float
+        from verispec.errors import UsageError
+
+        with pytest.raises(UsageError, match="order='sideways'"):
+            apply_float([0.5, 0.5], SamplingConfig(), order="sideways")
+
+
+class TestRoundsFromDrafterCalls:
+    """llama.cpp's adapter derives its rounds from the drafter's calls and the tokens."""
+
+    def test_each_round_accepts_the_drafts_its_tokens_repeat_then_commits_one(self) -> None:
+        from verispec.engines.llama_cpp_engines import rounds_from_calls
+        from verispec.engines.protocol import RoundStat
+
+        prompt = 3
+        tokens = [7, 8, 9, 1, 2, 5]
+        # after the first token (length 4): drafts 8, 9, 4 -> 8, 9 accepted, then 1 (the correction)
+        # after 1 (length 7): no drafts, not a round; then drafts 2, 5 with the budget ending
+        calls = [(4, (8, 9, 4)), (7, ()), (7, (2, 5))]
+        assert rounds_from_calls(calls, prompt, tokens) == [
+            RoundStat(4, 2, 3, (8, 9, 4)),
+            RoundStat(7, 2, 2, (2, 5)),  # both accepted, the request ended before a bonus
+        ]

@@ -4,7 +4,9 @@
 (``{"engine": spec, "device": ..., "options": {...}}``), builds the engine, then answers:
 
 * ``{"op": "info"}``: name, vocabulary size, capabilities, gamma, the device it runs on, the
-  sampling features it cannot take (``unsupported``, feature -> reason), notes for the
+  sampling features it cannot take (``unsupported``, feature -> reason), the order in which
+  it applies the temperature and the truncations (``sampling_order``), the largest logit gap
+  it measured between a position evaluated in a batch and alone (``logit_noise``), notes for the
   report, and its real text prompts (token ids) where it has some;
 * ``{"op": "generate", "requests": [...]}``: one completion per request;
 * ``{"op": "logits_along", "model": "target" | "draft", "prompt": [...], "tokens": [...]}``,
@@ -148,6 +150,8 @@ def _handler(config: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any
                 "gamma": getattr(engine, "gamma", None),
                 "device": _device(engine, config.get("device", "cpu")),
                 "unsupported": dict(getattr(engine, "unsupported", {}) or {}),
+                "sampling_order": str(getattr(engine, "sampling_order", "temperature-first")),
+                "logit_noise": float(getattr(engine, "logit_noise", 0.0) or 0.0),
                 "notes": [str(n) for n in getattr(engine, "notes", ()) or ()],
                 "prompts": [list(p) for p in getattr(engine, "prompts", ()) or ()],
                 "prompt_kinds": [str(k) for k in getattr(engine, "prompt_kinds", ()) or ()],

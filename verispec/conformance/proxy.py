@@ -74,6 +74,10 @@ class EngineProxy:
         self.device_description = str(info.get("device", device))
         unsupported = info.get("unsupported") or {}
         self.unsupported: dict[str, str] = {str(k): str(v) for k, v in unsupported.items()}
+        #: the engine's documented order of temperature and truncation (``core.transforms.ORDERS``)
+        self.sampling_order = str(info.get("sampling_order") or "temperature-first")
+        #: the largest logit gap the engine measured between batched and one-at-a-time evaluation
+        self.logit_noise = float(info.get("logit_noise") or 0.0)
         self.notes: list[str] = [str(n) for n in info.get("notes") or ()]
         self.prompts: list[tuple[int, ...]] = [tuple(int(t) for t in p) for p in info.get("prompts") or ()]
         self.prompt_kinds: list[str] = [str(k) for k in info.get("prompt_kinds") or ()]

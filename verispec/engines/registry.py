@@ -38,7 +38,12 @@ __all__ = [
 ]
 
 #: The adapter modules that register built-in engines, in the order they are listed.
-MODULES = ("verispec.engines.reference", "verispec.engines.hf", "verispec.engines.vllm_engines")
+MODULES = (
+    "verispec.engines.reference",
+    "verispec.engines.hf",
+    "verispec.engines.vllm_engines",
+    "verispec.engines.llama_cpp_engines",
+)
 
 #: What the optional extras install (``pip install 'verispec[EXTRA]'``).
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
@@ -46,10 +51,13 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "transformers": ("torch", "transformers"),
     "vllm": ("torch", "transformers", "vllm"),
     "vllm-suffix": ("torch", "transformers", "vllm", "arctic_inference"),
+    "llama-cpp": ("torch", "transformers", "gguf", "llama_cpp"),
 }
 
 #: Install commands for what ``pip install 'verispec[extra]'`` cannot provide.
 EXTRA_INSTALL: dict[str, str] = {
+    "llama-cpp": "pip install 'verispec[llama-cpp]' (llama-cpp-python compiles llama.cpp from its source: "
+    "about 6 minutes on 2 cores, with gcc and cmake)",
     "vllm-suffix": "pip install 'verispec[vllm]', then arctic-inference==0.3.0 built from its source against "
     "the CPU torch (it publishes no wheel; docs/reference/vllm.md, 'Suffix decoding', has the commands)",
 }

@@ -34,7 +34,11 @@ def cache_rollback(ctx: Context) -> CheckResult:
     settings = ctx.settings(
         [
             (Sampling(1.0, top_k=8), Sampling(1.0, top_p=0.8)),
-            (with_penalties(Sampling(1.0, top_k=8)), with_penalties(Sampling(1.0, top_p=0.8))),
+            (
+                with_penalties(Sampling(1.0, top_k=8)),
+                with_penalties(Sampling(1.0, top_p=0.8)),
+                with_penalties(Sampling(1.0, top_k=8), repetition=False),
+            ),
         ]
     )
     return pit_check(ctx, settings, scripts)

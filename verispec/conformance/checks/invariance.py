@@ -257,3 +257,156 @@ def ragged_batch(ctx: Context) -> CheckResult:
         f"{rows} batch rows with {shown} ragged rounds{left} equal each request alone and the baseline",
         details=details,
     )
+
+
+#: The sampled settings of seeded-equivalence: plain, tempered with a nucleus, hot with every
+#: truncation (the chain's order matters once the temperature is not 1), and penalised (the
+#: penalties read the history, which during verification must hold committed tokens only;
+#: left out for engines without ``penalties``).
+SEEDED_SETTINGS = (
+    (Sampling(1.0),),
+    (Sampling(0.7, top_p=0.9),),
+    (Sampling(1.5, top_k=8, min_p=0.05), Sampling(1.5, top_k=8)),
+    (Sampling(1.0, frequency_penalty=0.5, presence_penalty=0.5),),
+)
+#: Tokens per seeded-equivalence request.
+SEEDED_TOKENS = 32
+#: The largest shift of a law's cumulative sum that float32 rounding alone can cause between
+#: the two paths, beside the engine's measured logit noise.
+CUMSUM_ROUNDING = 1e-6
+
+
+def near_tie_bound(logit_noise: float) -> float:
+    """How far the cumulative sum an engine draws from can move between its batched (verify)
+    and one-at-a-time (plain) logits: a logit gap ``g`` moves the law's cumulative sum by at
+    most ``e^(2g) - 1``, taken twice for margin, plus :data:`CUMSUM_ROUNDING`."""
+    return 2 * math.expm1(2 * logit_noise) + CUMSUM_ROUNDING
+
+
+def mass_between(law: Any, a: int, b: int) -> float:
+    """The law's mass strictly between tokens ``a`` and ``b`` in the order an engine's draw walks
+    its candidates, taken as the smaller of id order and descending probability: the least the
+    cumulative sum must move for one uniform to pick ``b`` where it picked ``a``."""
+    import numpy as np  # deferred: heavy
+
+    law = np.asarray(law, dtype=np.float64)
+    lo, hi = sorted((a, b))
+    by_id = float(law[lo + 1 : hi].sum())
+    order = np.argsort(-law, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    lo, hi = sorted((int(rank[a]), int(rank[b])))
+    by_probability = float(law[order[lo + 1 : hi]].sum())
+    return min(by_id, by_probability)
+
+
+@check(
+    name="seeded-equivalence",
+    description="at T > 0, a speculative request gives token for token what the same request and seed "
+    "give without speculation (engines that spend one draw per committed token: sample-and-match)",
+    needs=("seeded-equivalence", "non-speculative"),
+    effect=Effect("any difference beyond a float near tie"),
+)
+def seeded_equivalence(ctx: Context) -> CheckResult:
+    """Each prompt and setting runs twice with one seed, speculative and not. Both paths draw
+    the same uniforms; their logits differ only by the engine's numerical noise between a
+    batched and a one-at-a-time evaluation (``logit_noise``, which the engine measures). Where
+    the outputs part, the target's law there decides: if the two tokens are separated by less
+    mass than that noise can move the cumulative sum (:func:`near_tie_bound`), the uniform fell
+    on a boundary at float precision and the request is excused, with its numbers in the
+    report; any other parting, or a token the law forbids, fails. Where the engine takes
+    scripted drafts, each request forces its first rejection at a chosen position. The check
+    counts the rounds that rejected a draft, and is skipped when the drafter never proposed or
+    every request parted at a near tie: then nothing was tested."""
+    settings = ctx.settings(list(SEEDED_SETTINGS))
+    prompts = ctx.prompts(4 if ctx.quick else 12, "seeded-equivalence")
+    scripted = "scripted-drafts" in ctx.engine.capabilities
+    gamma = int(ctx.engine.gamma or 1)
+    bound = near_tie_bound(float(getattr(ctx.engine, "logit_noise", 0.0) or 0.0))
+    equal = rounds = rejections = 0
+    near_ties: list[dict[str, Any]] = []
+    for s, sampling in enumerate(settings):
+        for i, prompt in enumerate(prompts):
+            seed = ctx.seed_for("request", s, i)
+            # where drafts can be placed, the first rejection is forced at each position in turn
+            script = {"kind": "forced-rejection", "position": i % gamma} if scripted else None
+            spec = ctx.run(Request(prompt, SEEDED_TOKENS, sampling, seed=seed, script=script))
+            plain = ctx.run(Request(prompt, SEEDED_TOKENS, sampling, seed=seed, speculative=False))
+            rounds += len(spec.rounds or [])
+            rejections += sum(
+                r.accepted < len(r.drafts) and r.committed > r.accepted for r in spec.rounds or []
+            )
+            if spec.tokens == plain.tokens:
+                equal += 1
+                continue
+            parting = _parting(ctx, prompt, spec.tokens, plain.tokens, sampling)
+            if parting["mass_between"] is not None and parting["mass_between"] <= bound:
+                near_ties.append({"prompt": list(prompt), "seed": seed, **parting})
+                continue
+            return ctx.failed(
+                parting["reason"],
+                Evidence.MISMATCH,
+                details={
+                    "prompt": list(prompt),
+                    "seed": seed,
+                    "sampling": sampling.describe(),
+                    "speculative": spec.tokens,
+                    "non_speculative": plain.tokens,
+                    "near_tie_bound": bound,
+                    **{k: v for k, v in parting.items() if k != "reason"},
+                },
+            )
+    details = {
+        "requests": equal + len(near_ties),
+        "equal": equal,
+        "rounds": rounds,
+        "rounds_with_a_rejection": rejections,
+        "near_tie_bound": bound,
+        "near_ties": near_ties,
+    }
+    if rounds == 0:
+        return ctx.skipped("the drafter proposed nothing: speculation was not exercised", details=details)
+    if equal == 0:
+        return ctx.skipped("every request parted at a float near tie: nothing was compared", details=details)
+    excused = (
+        f"; {len(near_ties)} parted at a float near tie (the two tokens separated by at most "
+        f"{max(t['mass_between'] for t in near_ties):.2g} of mass, bound {bound:.2g})"
+        if near_ties
+        else ""
+    )
+    return ctx.passed(
+        f"{equal} seeded requests over {len(settings)} settings equal their non-speculative runs "
+        f"({rounds} rounds, {rejections} with a rejection){excused}",
+        details=details,
+    )
+
+
+def _parting(
+    ctx: Context, prompt: tuple[int, ...], spec: list[int], plain: list[int], sampling: Sampling
+) -> dict[str, Any]:
+    """Where two seeded outputs part: the position, both tokens, the target's law of each there
+    and the mass between them (None where one output only stopped sooner or the speculative
+    token is one the law forbids), with a sentence for the report."""
+    where = next(i for i, (a, b) in enumerate(zip([*spec, -1], [*plain, -1], strict=False)) if a != b)
+    out: dict[str, Any] = {"position": where, "mass_between": None}
+    if where >= min(len(spec), len(plain)):
+        out["reason"] = (
+            f"with one seed at {sampling.describe()}, the outputs have {len(spec)} and {len(plain)} tokens"
+        )
+        return out
+    law = ctx.probs_along("target", prompt, plain[: where + 1], sampling)[where]
+    a, b = spec[where], plain[where]
+    out.update(speculative_token=a, plain_token=b, p_speculative=float(law[a]), p_plain=float(law[b]))
+    if law[a] > 0:
+        out["mass_between"] = mass_between(law, a, b)
+    out["reason"] = (
+        f"with one seed at {sampling.describe()}, the speculative output leaves the non-speculative one at "
+        f"token {where} of prompt {list(prompt)}: {a} (target probability {law[a]:.3g}) instead of {b} "
+        f"({law[b]:.3g}); the target's mass between them is "
+        + (
+            "none: the law forbids the speculative token"
+            if out["mass_between"] is None
+            else f"{out['mass_between']:.3g}"
+        )
+    )
+    return out

@@ -34,11 +34,14 @@ COMBINED = "all settings (Fisher)"
 PIT_EFFECT = Effect("KS distance {} on the PIT law", 0.1)
 
 
-def with_penalties(sampling: Sampling) -> Sampling:
+def with_penalties(sampling: Sampling, *, repetition: bool = True) -> Sampling:
     """``sampling`` with the penalties of the sampled settings (engines with ``penalties``): all
     three at once, each strong enough to move a 24-token law within a request of
-    :data:`PIT_TOKENS` tokens."""
-    return replace(sampling, frequency_penalty=0.5, presence_penalty=0.5, repetition_penalty=1.3)
+    :data:`PIT_TOKENS` tokens; without the repetition penalty for the engines that cannot take
+    it (llama.cpp, whose repetition penalty never sees the prompt)."""
+    return replace(
+        sampling, frequency_penalty=0.5, presence_penalty=0.5, repetition_penalty=1.3 if repetition else 1.0
+    )
 
 
 def law_settings(quick: bool) -> list[tuple[Sampling, ...]]:
@@ -58,7 +61,10 @@ def law_settings(quick: bool) -> list[tuple[Sampling, ...]]:
         (Sampling(0.5),),
         (Sampling(2.0, top_k=6, min_p=0.3), Sampling(2.0, top_k=6, top_p=0.6), Sampling(2.0, top_p=0.5)),
         # penalties on sampled requests (left out, with the reason, where the engine takes none)
-        (with_penalties(Sampling(1.0, top_p=0.9)),),
+        (
+            with_penalties(Sampling(1.0, top_p=0.9)),
+            with_penalties(Sampling(1.0, top_p=0.9), repetition=False),
+        ),
     ]
     if not quick:
         settings += [
