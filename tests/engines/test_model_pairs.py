@@ -97,8 +97,12 @@ class TestUnsupportedSettings:
         assert result.status == "pass", result.reason
         left_out = {
             "T=2 top_k=6 min_p=3/10": "min_p: this engine refuses min-p",
-            # and the penalised setting: the engine declares no penalties
+            # and the penalised setting with its alternative (no repetition penalty, for engines
+            # that cannot take that one): the engine declares no penalties at all
             "T=1 top_p=9/10, frequency penalty 0.5, presence penalty 0.5, repetition penalty 1.3": (
+                "penalties: the engine lacks the capability penalties"
+            ),
+            "T=1 top_p=9/10, frequency penalty 0.5, presence penalty 0.5": (
                 "penalties: the engine lacks the capability penalties"
             ),
         }
