@@ -51,6 +51,7 @@ class ScriptedProposer:
         return drafts
 
     def _draft(self, committed: tuple[int, ...]) -> list[int]:
-        return scripted_drafts(
-            STATE.get("script"), self.gamma, committed, STATE["logits"], STATE["impossible"]
-        )
+        script = STATE.get("script")
+        if not script:  # no script (and, outside a generate call, no logits to draft from)
+            return []
+        return scripted_drafts(script, self.gamma, committed, STATE["logits"], STATE["impossible"])
