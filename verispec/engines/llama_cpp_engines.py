@@ -137,7 +137,6 @@ class LlamaCppEngine:
         self.sampling_order = ORDER
         self.prompts = list(pair.prompts)
         self.prompt_kinds = list(pair.prompt_kinds)
-        self._script: dict[str, Any] | None = None
         self._request: Request | None = None
         self.drafter = _Drafter(self._propose_lookup() if method == "lookup" else self._propose_scripted)
         try:
@@ -182,7 +181,7 @@ class LlamaCppEngine:
         if request is None:
             return []
         return scripted_drafts(
-            self._script,
+            request.script,
             self.gamma,
             tuple(int(t) for t in input_ids),
             lambda ids: self.target_logits_along(ids[:1], [*ids[1:], 0])[-1],
@@ -233,7 +232,7 @@ class LlamaCppEngine:
             if s.uses(feature):
                 raise UsageError(f"{self.name} does not take {feature}: {reason}")
         self.drafter.calls.clear()
-        self._request, self._script = request, request.script
+        self._request = request
         self.llm.draft_model = self.drafter if request.speculative else None
         self.llm.set_seed(request.seed)
         tokens: list[int] = []
@@ -264,7 +263,7 @@ class LlamaCppEngine:
         finally:
             stream.close()
             self.llm.draft_model = self.drafter
-            self._request = self._script = None
+            self._request = None
         rounds = (
             rounds_from_calls(self.drafter.calls, len(request.prompt), tokens)
             if request.speculative
