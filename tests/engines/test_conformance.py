@@ -52,6 +52,8 @@ def _marks(engine: str) -> list[Any]:
     marks: list[Any] = [pytest.mark.vllm] if engine.startswith("vllm") else []
     if engine.startswith("llamacpp"):
         marks.append(pytest.mark.llama_cpp)
+    if engine.startswith("ortgenai"):
+        marks.append(pytest.mark.ort_genai)
     if missing:
         marks.append(pytest.mark.skip(reason=f"needs {', '.join(missing)}: {entry.install}"))
     return marks

@@ -20,12 +20,10 @@ token ids, never text, so the pieces are never read.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
-from verispec.engines.model_pairs import SMOLLM2, cache_dir, checkpoint_dirs, gguf_source, write_once
+from verispec.engines.model_pairs import SMOLLM2, checkpoint_dirs, converted_folder, gguf_source, write_once
 from verispec.errors import MissingDependency, UsageError, installed, require
 
 __all__ = ["GGUF_INSTALL", "gguf_pair", "read_llama_gguf_config", "write_llama_gguf"]
@@ -195,13 +193,7 @@ def gguf_pair(
     transformers: Any = require("transformers", "transformers")
     _gguf()
     target_dir, draft_dir = checkpoint_dirs(size, seed=seed, target=target, draft=draft)
-    key = hashlib.blake2b(
-        json.dumps(
-            [str(target_dir.resolve()), str(draft_dir.resolve()), _stamp(target_dir), _stamp(draft_dir)]
-        ).encode(),
-        digest_size=6,
-    ).hexdigest()
-    folder = cache_dir() / "gguf" / f"{target_dir.parent.name}-{key}"
+    folder = converted_folder("gguf", target_dir, draft_dir)
     vocabulary = gguf_source() if size == SMOLLM2 and target is None else None
 
     def write(out: Path) -> None:
@@ -214,9 +206,3 @@ def gguf_pair(
 
     write_once(folder, write)
     return folder / "target.gguf", folder / "draft.gguf"
-
-
-def _stamp(folder: Path) -> list[Any]:
-    """What changes when a checkpoint folder is rewritten: its weight files' sizes and times."""
-    files = sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin", ".json"))
-    return [[p.name, p.stat().st_size, int(p.stat().st_mtime)] for p in files]

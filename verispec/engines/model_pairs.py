@@ -35,6 +35,7 @@ __all__ = [
     "ModelPair",
     "cache_dir",
     "checkpoint_dirs",
+    "converted_folder",
     "gguf_source",
     "load_pair",
     "sizes",
@@ -245,6 +246,20 @@ def write_once(folder: Path, write: Any) -> None:
         if (folder / "complete").is_file():  # another process finished it first
             return
         raise
+
+
+def converted_folder(kind: str, target_dir: Path, draft_dir: Path) -> Path:
+    """The cache folder for a pair's checkpoints converted into an engine's format ``kind``:
+    a new folder whenever either checkpoint folder is rewritten (its weight files' sizes and
+    times are in the key)."""
+
+    def stamp(folder: Path) -> list[Any]:
+        files = sorted(p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin", ".json"))
+        return [[p.name, p.stat().st_size, int(p.stat().st_mtime)] for p in files]
+
+    identity = [str(target_dir.resolve()), str(draft_dir.resolve()), stamp(target_dir), stamp(draft_dir)]
+    key = hashlib.blake2b(json.dumps(identity).encode(), digest_size=6).hexdigest()
+    return cache_dir() / kind / f"{target_dir.parent.name}-{key}"
 
 
 def _user_folders(target: str | None, draft: str | None) -> tuple[Path, Path]:

@@ -41,7 +41,8 @@ CAPABILITIES: dict[str, str] = {
     "they are accepted; the draft at `j` is a token the target cannot emit under top-k); "
     '`{"kind": "full-acceptance"}` accepts every draft',
     "round-stats": "fills `Completion.rounds`: per round, the committed length at its start, the "
-    "accepted and the committed count, and the drafts",
+    "accepted and the committed count, and the drafts (or, where the engine counts them but does not "
+    "list them, how many it proposed)",
     "non-speculative": "`Request(speculative=False)` decodes token by token with the same model",
     "seeded": "the same request and seed give the same tokens",
     "seeded-equivalence": "spends one random draw per committed token on both paths, in the same order "
@@ -192,6 +193,18 @@ class RoundStat:
     accepted: int
     committed: int
     drafts: tuple[int, ...] = ()  # the proposed drafts, when the engine reports them
+    #: how many drafts the round proposed, where the engine counts them but does not list them
+    proposed: int | None = None
+    #: the engine ended its request in this round (at its end-of-sequence id, which this request
+    #: does not stop at) and the adapter resumed it: the round committed fewer than accepted + 1
+    ended: bool = False
+
+    @property
+    def rejected(self) -> bool:
+        """Whether a draft of this round was rejected (the round committed the target's own
+        token in place of a proposed draft)."""
+        proposed = len(self.drafts) if self.proposed is None else self.proposed
+        return self.accepted < proposed and self.committed > self.accepted
 
 
 @dataclass

@@ -43,6 +43,7 @@ MODULES = (
     "verispec.engines.hf",
     "verispec.engines.vllm_engines",
     "verispec.engines.llama_cpp_engines",
+    "verispec.engines.ort_genai_engines",
 )
 
 #: What the optional extras install (``pip install 'verispec[EXTRA]'``).
@@ -52,6 +53,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "vllm": ("torch", "transformers", "vllm"),
     "vllm-suffix": ("torch", "transformers", "vllm", "arctic_inference"),
     "llama-cpp": ("torch", "transformers", "gguf", "llama_cpp"),
+    "onnxruntime-genai": ("torch", "transformers", "onnx", "onnx_ir", "onnxruntime_genai"),
 }
 
 #: Install commands for what ``pip install 'verispec[extra]'`` cannot provide.

@@ -180,7 +180,9 @@ def acceptance_accounting(ctx: Context) -> CheckResult:
             if draft is not None and point_mass:
                 draft = _point_masses(draft)
             for index, r in enumerate(c.rounds):
-                last = index == len(c.rounds) - 1
+                # the last round of a request, or one in which the engine ended its own request,
+                # may be cut short
+                last = index == len(c.rounds) - 1 or r.ended
                 if r.committed != r.accepted + 1 and not (last and r.committed <= r.accepted + 1):
                     return ctx.failed(
                         f"a round accepted {r.accepted} drafts but committed {r.committed} "
