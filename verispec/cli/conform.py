@@ -62,7 +62,8 @@ def add_parser(sub: Any) -> None:
         action="append",
         default=[],
         metavar="NAME",
-        help="apply a known engine bug's fix in the engine's process, to test the rest (vLLM: cpu-expand)",
+        help="apply a known engine bug's fix in the engine's process, to test the rest "
+        "(vLLM: cpu-expand; OpenVINO: no-prefix-caching)",
     )
     p.add_argument(
         "--mutation",

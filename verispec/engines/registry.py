@@ -44,6 +44,7 @@ MODULES = (
     "verispec.engines.vllm_engines",
     "verispec.engines.llama_cpp_engines",
     "verispec.engines.ort_genai_engines",
+    "verispec.engines.openvino_engines",
 )
 
 #: What the optional extras install (``pip install 'verispec[EXTRA]'``).
@@ -54,6 +55,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "vllm-suffix": ("torch", "transformers", "vllm", "arctic_inference"),
     "llama-cpp": ("torch", "transformers", "gguf", "llama_cpp"),
     "onnxruntime-genai": ("torch", "transformers", "onnx", "onnx_ir", "onnxruntime_genai"),
+    "openvino": ("torch", "transformers", "openvino", "openvino_genai", "openvino_tokenizers"),
 }
 
 #: Install commands for what ``pip install 'verispec[extra]'`` cannot provide.
