@@ -1,9 +1,9 @@
 """OpenVINO GenAI's speculative decoding as built-in engines (``verispec[openvino]``).
 
-Each engine runs ``openvino_genai.LLMPipeline`` on the float32 OpenVINO folders of the pair
-(:func:`verispec.engines.openvino_files.openvino_pair`) on the CPU, with float32 inference
-and a float32 KV cache (``INFERENCE_PRECISION_HINT``, ``KV_CACHE_PRECISION``; no dynamic
-quantisation) (read for 2026.4.1; docs/audits/openvino.md has the lines):
+Each engine runs OpenVINO GenAI's continuous-batching pipeline on the float32 OpenVINO folders
+of the pair (:func:`verispec.engines.openvino_files.openvino_pair`) on the CPU, with float32
+inference and a float32 KV cache (``INFERENCE_PRECISION_HINT``, ``KV_CACHE_PRECISION``; no
+dynamic quantisation). Read for 2026.4.1; docs/audits/openvino.md has the lines.
 
 * ``openvino-lookup``: prompt lookup (``prompt_lookup=True``; ``max_ngram_size``,
   ``num_assistant_tokens``). It verifies by sample-and-match: the main model samples each
@@ -11,7 +11,8 @@ quantisation) (read for 2026.4.1; docs/audits/openvino.md has the lines):
   it equals the sample; one draw per committed token (``seeded-equivalence``).
 * ``openvino-draft``: a draft model (``draft_model=``), the continuous-batching speculative
   pipeline. Its verification at T > 0 is not rejection sampling (docs/audits/openvino.md,
-  finding 1): the check that catches it is sampling-law.
+  finding 1: sampling-law catches it), and a rejected last draft makes the next step read a
+  token id past the end of the sequence (finding 2: determinism catches it).
 
 Every path runs on the continuous-batching pipeline (``ContinuousBatchingPipeline``: each
 request with its own settings and seed, stepped by the scheduler, so a batch of requests runs
