@@ -23,7 +23,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from verispec.engines.model_pairs import SMOLLM2, checkpoint_dirs, converted_folder, gguf_source, write_once
+from verispec.engines.model_pairs import (
+    SMOLLM2,
+    checkpoint_dirs,
+    converted_folder,
+    gguf_source,
+    load_checkpoint,
+    write_once,
+)
 from verispec.errors import MissingDependency, UsageError, installed, require
 
 __all__ = ["GGUF_INSTALL", "gguf_pair", "read_llama_gguf_config", "write_llama_gguf"]
@@ -190,7 +197,7 @@ def gguf_pair(
     """The pair's target and draft as float32 GGUF files, written once into the cache folder
     from the same checkpoints the transformers baseline loads."""
     require("torch", "torch")
-    transformers: Any = require("transformers", "transformers")
+    require("transformers", "transformers")
     _gguf()
     target_dir, draft_dir = checkpoint_dirs(size, seed=seed, target=target, draft=draft)
     folder = converted_folder("gguf", target_dir, draft_dir)
@@ -198,10 +205,7 @@ def gguf_pair(
 
     def write(out: Path) -> None:
         for role, source in (("target", target_dir), ("draft", draft_dir)):
-            try:
-                model = transformers.AutoModelForCausalLM.from_pretrained(str(source))
-            except (OSError, ValueError, KeyError) as exc:
-                raise UsageError(f"the checkpoint {source} could not be loaded: {exc}") from None
+            model = load_checkpoint(source)
             write_llama_gguf(model, out / f"{role}.gguf", vocabulary_from=vocabulary, name=f"{size} {role}")
 
     write_once(folder, write)

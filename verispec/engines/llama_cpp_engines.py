@@ -41,7 +41,7 @@ from verispec.engines import registry
 from verispec.engines.bugs import planted_bug
 from verispec.engines.gguf_files import gguf_pair
 from verispec.engines.model_pairs import load_pair
-from verispec.engines.protocol import Completion, Request, RoundStat
+from verispec.engines.protocol import Completion, Request, RoundStat, probe_sequence, refuse_unsupported
 from verispec.engines.registry import builtin_engine
 from verispec.engines.scripted import impossible_token, scripted_drafts
 from verispec.engines.torchlm import along
@@ -203,8 +203,7 @@ class LlamaCppEngine:
         numerical noise (``logit_noise``)."""
         import numpy as np  # deferred: heavy
 
-        fallback = [3 + (7 * i) % (self.vocab_size - 3) for i in range(12)]
-        probe = list(self.prompts[0]) if self.prompts else fallback
+        probe = probe_sequence(self.prompts, self.vocab_size)
         self.llm.reset()
         self.llm.eval(probe)
         batched = np.asarray(self.llm.scores[: len(probe) - 1], dtype=np.float64)
@@ -228,9 +227,7 @@ class LlamaCppEngine:
 
     def _one(self, request: Request) -> Completion:
         s = request.sampling
-        for feature, reason in self.unsupported.items():
-            if s.uses(feature):
-                raise UsageError(f"{self.name} does not take {feature}: {reason}")
+        refuse_unsupported(self.name, self.unsupported, s)
         self.drafter.calls.clear()
         self._request = request
         self.llm.draft_model = self.drafter if request.speculative else None

@@ -37,6 +37,7 @@ __all__ = [
     "checkpoint_dirs",
     "converted_folder",
     "gguf_source",
+    "load_checkpoint",
     "load_pair",
     "sizes",
     "write_once",
@@ -246,6 +247,16 @@ def write_once(folder: Path, write: Any) -> None:
         if (folder / "complete").is_file():  # another process finished it first
             return
         raise
+
+
+def load_checkpoint(source: Path) -> Any:
+    """The transformers causal LM in the checkpoint folder ``source``, or a usage error with
+    transformers' reason."""
+    transformers: Any = require("transformers", "transformers")
+    try:
+        return transformers.AutoModelForCausalLM.from_pretrained(str(source))
+    except (OSError, ValueError, KeyError) as exc:
+        raise UsageError(f"the checkpoint {source} could not be loaded: {exc}") from None
 
 
 def converted_folder(kind: str, target_dir: Path, draft_dir: Path) -> Path:

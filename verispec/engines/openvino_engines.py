@@ -45,7 +45,7 @@ from typing import Any
 
 from verispec.engines.model_pairs import load_pair
 from verispec.engines.openvino_files import openvino_pair
-from verispec.engines.protocol import Completion, Request, RoundStat
+from verispec.engines.protocol import Completion, Request, RoundStat, probe_sequence, refuse_unsupported
 from verispec.engines.registry import builtin_engine
 from verispec.engines.torchlm import along
 from verispec.errors import UsageError
@@ -162,8 +162,7 @@ class OpenVinoEngine:
         import numpy as np  # deferred: heavy
         import openvino  # deferred: optional
 
-        fallback = [3 + (7 * i) % (self.vocab_size - 3) for i in range(12)]
-        probe = list(self.prompts[0]) if self.prompts else fallback
+        probe = probe_sequence(self.prompts, self.vocab_size)
         compiled = openvino.Core().compile_model(str(folder / "openvino_model.xml"), "CPU", PRECISION)
         request = compiled.create_infer_request()
 
@@ -202,9 +201,7 @@ class OpenVinoEngine:
 
     def _config(self, request: Request) -> Any:
         s = request.sampling
-        for feature, reason in self.unsupported.items():
-            if s.uses(feature):
-                raise UsageError(f"{self.name} does not take {feature}: {reason}")
+        refuse_unsupported(self.name, self.unsupported, s)
         config = self.og.GenerationConfig()
         config.max_new_tokens = request.max_new_tokens
         config.rng_seed = request.seed

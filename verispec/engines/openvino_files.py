@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from verispec.engines.model_pairs import checkpoint_dirs, converted_folder, write_once
+from verispec.engines.model_pairs import checkpoint_dirs, converted_folder, load_checkpoint, write_once
 from verispec.errors import MissingDependency, UsageError, installed
 
 __all__ = ["OPENVINO_INSTALL", "openvino_pair", "write_llama_openvino"]
@@ -234,17 +234,13 @@ def openvino_pair(
     """The pair's target and draft as OpenVINO model folders, written once into the cache
     folder from the same checkpoints the transformers baseline loads."""
     _openvino()
-    import transformers  # deferred: heavy
 
     target_dir, draft_dir = checkpoint_dirs(size, seed=seed, target=target, draft=draft)
     folder = converted_folder("openvino", target_dir, draft_dir)
 
     def write(out: Path) -> None:
         for role, source in (("target", target_dir), ("draft", draft_dir)):
-            try:
-                model = transformers.AutoModelForCausalLM.from_pretrained(str(source))
-            except (OSError, ValueError, KeyError) as exc:
-                raise UsageError(f"the checkpoint {source} could not be loaded: {exc}") from None
+            model = load_checkpoint(source)
             write_llama_openvino(model, out / role, name=f"{size} {role}")
 
     write_once(folder, write)

@@ -52,7 +52,7 @@ from typing import Any
 
 from verispec.engines.model_pairs import load_pair
 from verispec.engines.onnx_files import onnx_pair
-from verispec.engines.protocol import Completion, Request, RoundStat
+from verispec.engines.protocol import Completion, Request, RoundStat, probe_sequence, refuse_unsupported
 from verispec.engines.registry import builtin_engine
 from verispec.engines.torchlm import along
 from verispec.errors import UsageError
@@ -191,8 +191,7 @@ class OrtGenaiEngine:
             params.set_search_options(max_length=len(probe) + 1)
             return og.Generator(model, params)
 
-        fallback = [3 + (7 * i) % (self.vocab_size - 3) for i in range(12)]
-        probe = list(self.prompts[0]) if self.prompts else fallback
+        probe = probe_sequence(self.prompts, self.vocab_size)
         alone = []
         stepped = generator()
         for token in probe:
@@ -218,9 +217,7 @@ class OrtGenaiEngine:
 
     def _search(self, request: Request) -> dict[str, Any]:
         s = request.sampling
-        for feature, reason in self.unsupported.items():
-            if s.uses(feature):
-                raise UsageError(f"{self.name} does not take {feature}: {reason}")
+        refuse_unsupported(self.name, self.unsupported, s)
         search: dict[str, Any] = {
             "max_length": len(request.prompt) + request.max_new_tokens,
             "random_seed": request.seed,

@@ -29,6 +29,8 @@ __all__ = [
     "Request",
     "RoundStat",
     "Sampling",
+    "probe_sequence",
+    "refuse_unsupported",
 ]
 
 #: Every optional capability, with what an engine that declares it promises.
@@ -255,3 +257,17 @@ class Engine(Protocol):
     capabilities: frozenset[str]
 
     def generate(self, requests: list[Request]) -> list[Completion]: ...
+
+
+def refuse_unsupported(name: str, unsupported: dict[str, str], sampling: Sampling) -> None:
+    """Raise a usage error naming the first setting of ``sampling`` that the engine ``name``
+    declares it cannot take (``unsupported``: setting -> reason)."""
+    for feature, reason in unsupported.items():
+        if sampling.uses(feature):
+            raise UsageError(f"{name} does not take {feature}: {reason}")
+
+
+def probe_sequence(prompts: Sequence[Sequence[int]], vocab_size: int) -> list[int]:
+    """The token sequence an adapter compares its engine's logits with the baseline's on: the
+    first prompt, or twelve ordinary ids where the pair has none."""
+    return list(prompts[0]) if prompts else [3 + (7 * i) % (vocab_size - 3) for i in range(12)]

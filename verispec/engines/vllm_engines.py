@@ -49,7 +49,7 @@ from typing import Any
 from verispec.engines import registry, vllm_proposer
 from verispec.engines.bugs import AUDIT_ARTICLE, planted_bug
 from verispec.engines.model_pairs import checkpoint_dirs, load_pair
-from verispec.engines.protocol import Completion, Request, RoundStat
+from verispec.engines.protocol import Completion, Request, RoundStat, probe_sequence, refuse_unsupported
 from verispec.engines.registry import builtin_engine
 from verispec.engines.scripted import impossible_token
 from verispec.engines.torchlm import along
@@ -207,8 +207,7 @@ class VLLMEngine:
         from vllm.inputs import TokensPrompt  # deferred: optional
 
         torch = self.torch
-        fallback = [3 + (7 * i) % (self.vocab_size - 3) for i in range(12)]
-        probe = list(self.prompts[0]) if self.prompts else fallback
+        probe = probe_sequence(self.prompts, self.vocab_size)
         params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=20, detokenize=False)
         try:  # the first forward pass: where vLLM refuses a shape its kernels lack
             out = self.llm.generate([TokensPrompt(prompt_token_ids=probe)], params, use_tqdm=False)[0]
@@ -232,9 +231,7 @@ class VLLMEngine:
         from vllm import SamplingParams  # deferred: optional
 
         s = request.sampling
-        for feature, reason in self.unsupported.items():
-            if s.uses(feature):
-                raise UsageError(f"{self.name} does not take {feature}: {reason}")
+        refuse_unsupported(self.name, self.unsupported, s)
         return SamplingParams(
             n=1,
             max_tokens=request.max_new_tokens,
