@@ -6,8 +6,9 @@
 * ``{"op": "info"}``: name, vocabulary size, capabilities, gamma, the device it runs on, the
   sampling features it cannot take (``unsupported``, feature -> reason), the order in which
   it applies the temperature and the truncations (``sampling_order``), the largest logit gap
-  it measured between a position evaluated in a batch and alone (``logit_noise``), notes for the
-  report, and its real text prompts (token ids) where it has some;
+  it measured between a position evaluated in a batch and alone (``logit_noise``), how many
+  output tokens it commits before its first round (``drafting_lead``), notes for the report,
+  and its real text prompts (token ids) where it has some;
 * ``{"op": "generate", "requests": [...]}``: one completion per request;
 * ``{"op": "logits_along", "model": "target" | "draft", "prompt": [...], "tokens": [...]}``,
   answered as ``{"shape": [rows, vocab], "float32": base64}`` (little-endian float32: exact
@@ -152,6 +153,7 @@ def _handler(config: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any
                 "unsupported": dict(getattr(engine, "unsupported", {}) or {}),
                 "sampling_order": str(getattr(engine, "sampling_order", "temperature-first")),
                 "logit_noise": float(getattr(engine, "logit_noise", 0.0) or 0.0),
+                "drafting_lead": int(getattr(engine, "drafting_lead", 0) or 0),
                 "notes": [str(n) for n in getattr(engine, "notes", ()) or ()],
                 "prompts": [list(p) for p in getattr(engine, "prompts", ()) or ()],
                 "prompt_kinds": [str(k) for k in getattr(engine, "prompt_kinds", ()) or ()],

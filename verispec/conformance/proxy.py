@@ -78,6 +78,8 @@ class EngineProxy:
         self.sampling_order = str(info.get("sampling_order") or "temperature-first")
         #: the largest logit gap the engine measured between batched and one-at-a-time evaluation
         self.logit_noise = float(info.get("logit_noise") or 0.0)
+        #: output tokens the engine commits before its first round (a bigram plan starts there)
+        self.drafting_lead = int(info.get("drafting_lead") or 0)
         self.notes: list[str] = [str(n) for n in info.get("notes") or ()]
         self.prompts: list[tuple[int, ...]] = [tuple(int(t) for t in p) for p in info.get("prompts") or ()]
         self.prompt_kinds: list[str] = [str(k) for k in info.get("prompt_kinds") or ()]

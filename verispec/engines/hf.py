@@ -9,8 +9,12 @@ is why audits run engines in their own process.
 (the planted bugs at the end of this module), for the negative controls. The patch lives only
 in the engine's process.
 
-Built through the registry, an engine declares :data:`HF_CAPABILITIES`; one built by hand in a
-factory of your own declares what it offers by setting ``engine.capabilities``.
+A request with a ``bigram`` script is assisted by verispec's bigram draft model with the
+script's table (``bigram-drafts``, :mod:`verispec.engines.bigram`), built in memory.
+
+Built through the registry, an engine declares :data:`HF_CAPABILITIES` (assisted generation
+also ``bigram-drafts``); one built by hand in a factory of your own declares what it offers by
+setting ``engine.capabilities``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import time
 from typing import Any
 
 from verispec.engines import registry
+from verispec.engines.bigram import bigram_model, script_plan
 from verispec.engines.bugs import planted_bug
 from verispec.engines.model_pairs import load_pair
 from verispec.engines.protocol import Completion, Request
@@ -31,6 +36,8 @@ __all__ = ["HFAssistedEngine", "HFLookupEngine", "make_hf_assisted", "make_hf_lo
 #: What both adapters declare: transformers' generate takes one request at a time and reports
 #: no rounds; its drafts cannot be scripted; its streamer gives the token times.
 HF_CAPABILITIES = ("target-logits", "non-speculative", "seeded", "token-times")
+#: Assisted generation takes any draft model, so verispec's bigram too.
+ASSISTED_CAPABILITIES = (*HF_CAPABILITIES, "bigram-drafts")
 
 
 class _Clock:
@@ -130,17 +137,35 @@ class _HFEngine:
 
 
 class HFAssistedEngine(_HFEngine):
-    """Assisted generation: ``generate(..., assistant_model=draft)``."""
+    """Assisted generation: ``generate(..., assistant_model=draft)``; a request with a
+    ``bigram`` script (``bigram-drafts``) is assisted by verispec's bigram draft model with
+    the script's table instead."""
 
     def __init__(self, target: Any, draft: Any, *, gamma: int = 3, name: str = "hf-assisted") -> None:
         super().__init__(target, gamma=gamma, name=name)
-        self.draft = draft
-        draft.generation_config.num_assistant_tokens = gamma
+        self.draft = self._assistant(draft)
+        self._bigrams: dict[str, Any] = {}
+
+    def _assistant(self, draft: Any) -> Any:
+        """``draft`` set to propose ``gamma`` drafts every round, whatever its confidence."""
+        draft.generation_config.num_assistant_tokens = self.gamma
         draft.generation_config.num_assistant_tokens_schedule = "constant"
         draft.generation_config.assistant_confidence_threshold = 0.0
+        return draft
 
     def _extra(self, request: Request) -> dict[str, Any]:
-        return {"assistant_model": self.draft}
+        script = request.script or {}
+        if script.get("kind") != "bigram":
+            return {"assistant_model": self.draft}
+        successors, default = script_plan(script, self.vocab_size)
+        key = repr((sorted(successors.items()), default))
+        if key not in self._bigrams:
+            # a plan is one request's: keep only the last few
+            if len(self._bigrams) >= 8:
+                self._bigrams.pop(next(iter(self._bigrams)))
+            model = bigram_model(successors, default, self.target.config).to(self.target.device)
+            self._bigrams[key] = self._assistant(model)
+        return {"assistant_model": self._bigrams[key]}
 
 
 class HFLookupEngine(_HFEngine):
@@ -157,7 +182,7 @@ class HFLookupEngine(_HFEngine):
     "hf-assisted",
     summary="transformers' assisted generation (generate with assistant_model) on a tiny seeded pair",
     extra="transformers",
-    capabilities=HF_CAPABILITIES,
+    capabilities=ASSISTED_CAPABILITIES,
 )
 def make_hf_assisted(
     *,
@@ -259,3 +284,28 @@ def _patch_greedy_assistant() -> None:
         self.generation_config.do_sample = False  # the bug: q stays the softmax of the logits
 
     AssistedCandidateGenerator.__init__ = drafts_greedily  # type: ignore[method-assign]
+
+
+def _crop_keeping_nothing_at_zero(self: Any, tokens_to_remove: int) -> None:
+    """transformers' ``DynamicLayer.crop`` without its guard for 0: ``keys[..., :-0, :]``
+    keeps nothing, so a round that accepted every draft (0 tokens to remove) empties the
+    cache."""
+    if tokens_to_remove > 0:  # the legacy absolute size, as transformers takes it
+        tokens_to_remove = max(self.get_seq_length() - tokens_to_remove, 0)
+    self.keys = self.keys[..., : -abs(tokens_to_remove), :]
+    self.values = self.values[..., : -abs(tokens_to_remove), :]
+
+
+@planted_bug(
+    "crop-negative-slice",
+    engine="hf-assisted",
+    seam="transformers.cache_utils.DynamicLayer.crop",
+    mechanism="the cache crop slices keys[:-k] with k the tokens to remove, so after a round that accepted "
+    "every draft (k = 0) the target's cache keeps nothing",
+    source="huggingface/transformers #47433 (crop(0) meant 'keep nothing' until PR #47720)",
+    caught_by={"cache-rollback": Evidence.MISMATCH},
+)
+def _patch_crop_zero() -> None:
+    from transformers.cache_utils import DynamicLayer  # deferred: heavy
+
+    DynamicLayer.crop = _crop_keeping_nothing_at_zero  # type: ignore[method-assign]

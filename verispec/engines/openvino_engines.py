@@ -12,7 +12,9 @@ dynamic quantisation). Read for 2026.4.1; docs/audits/openvino.md has the lines.
 * ``openvino-draft``: a draft model (``draft_model=``), the continuous-batching speculative
   pipeline. Its verification at T > 0 is not rejection sampling (docs/audits/openvino.md,
   finding 1: sampling-law catches it), and a rejected last draft makes the next step read a
-  token id past the end of the sequence (finding 2: determinism catches it).
+  token id past the end of the sequence (finding 2: determinism catches it). A request with a
+  ``bigram`` script (``bigram-drafts``) drafts with verispec's bigram draft model instead, on a
+  pipeline of its own per table (:mod:`verispec.engines.bigram`), for ``cache-rollback``.
 
 Every path runs on the continuous-batching pipeline (``ContinuousBatchingPipeline``: each
 request with its own settings and seed, stepped by the scheduler, so a batch of requests runs
@@ -39,12 +41,15 @@ exposes no logits.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from verispec.engines.model_pairs import load_pair
-from verispec.engines.openvino_files import openvino_pair
+from verispec.engines.bigram import bigram_model, bigram_name, script_plan
+from verispec.engines.model_pairs import cache_dir, load_pair, write_once
+from verispec.engines.openvino_files import openvino_pair, write_llama_openvino
 from verispec.engines.protocol import Completion, Request, RoundStat, probe_sequence, refuse_unsupported
 from verispec.engines.registry import builtin_engine
 from verispec.engines.torchlm import along
@@ -108,6 +113,8 @@ class OpenVinoEngine:
         self.capabilities: frozenset[str] = frozenset()
         self.unsupported = dict(UNSUPPORTED)
         self.sampling_order = ORDER
+        #: the prompt's step commits one token without drafts
+        self.drafting_lead = 1
         self.prompts = list(pair.prompts)
         self.prompt_kinds = list(pair.prompt_kinds)
         self.baseline_gap, self.logit_noise = self._compare_baseline(folder / "target", self.target, "target")
@@ -116,6 +123,7 @@ class OpenVinoEngine:
         )
         self.plain = self._pipeline(speculative=False)
         self.speculative = self._pipeline(speculative=True)
+        self._bigrams: dict[str, Any] = {}
         version = og.__version__ if hasattr(og, "__version__") else "?"
         scheduler = "prefix caching off (fix no-prefix-caching)" if self.fixes else "the default scheduler"
         self.notes = [
@@ -132,14 +140,16 @@ class OpenVinoEngine:
         ]
 
     # ----------------------------------------------------------------- pipelines
-    def _pipeline(self, *, speculative: bool) -> Any:
+    def _pipeline(self, *, speculative: bool, draft: Path | None = None) -> Any:
         og = self.og
         properties: dict[str, Any] = dict(PRECISION)
         scheduler = og.SchedulerConfig()
         # LLMPipeline's own default (the scheduler most users get) caches prefixes
         scheduler.enable_prefix_caching = "no-prefix-caching" not in self.fixes
         if speculative and self.method == "draft":
-            properties["draft_model"] = og.draft_model(str(self.folder / "draft"), "CPU", **PRECISION)
+            properties["draft_model"] = og.draft_model(
+                str(draft or self.folder / "draft"), "CPU", **PRECISION
+            )
         elif speculative:
             properties["prompt_lookup"] = True
         try:
@@ -189,14 +199,47 @@ class OpenVinoEngine:
         return gap, float(np.max(np.abs(batched - alone)))
 
     # ----------------------------------------------------------------- generate
+    def _bigram_pipeline(self, script: dict[str, Any]) -> tuple[str, Any]:
+        """The speculative pipeline whose draft is verispec's bigram with ``script``'s table
+        (``bigram-drafts``), written as an OpenVINO folder once per table; the last few are kept."""
+        successors, default = script_plan(script, self.vocab_size)
+        folder = cache_dir() / "openvino-bigram" / bigram_name(successors, default, self.vocab_size)
+        like = self.target.config
+        write_once(
+            folder,
+            lambda out: write_llama_openvino(
+                bigram_model(successors, default, like), out, name="bigram draft"
+            ),
+        )
+        if folder.name not in self._bigrams:
+            if len(self._bigrams) >= 2:
+                self._bigrams.pop(next(iter(self._bigrams)))
+            self._bigrams[folder.name] = self._pipeline(speculative=True, draft=folder)
+        return folder.name, self._bigrams[folder.name]
+
     def generate(self, requests: list[Request]) -> list[Completion]:
-        """Run ``requests`` together, speculative ones and plain ones each on their pipeline,
-        stepping the scheduler and reading each request's tokens after every step."""
+        """Run ``requests`` together, speculative ones and plain ones each on their pipeline
+        (a request with a bigram script on the pipeline of its table), stepping the scheduler
+        and reading each request's tokens after every step."""
+        groups: dict[Any, list[int]] = {}
+        for i, r in enumerate(requests):
+            script = r.script or {}
+            bigram = r.speculative and self.method == "draft" and script.get("kind") == "bigram"
+            key = json.dumps(script, sort_keys=True) if bigram else r.speculative
+            groups.setdefault(key, []).append(i)
         out: dict[int, Completion] = {}
-        for speculative in (True, False):
-            chosen = [i for i, r in enumerate(requests) if r.speculative == speculative]
-            if chosen:
-                out.update(zip(chosen, self._batch([requests[i] for i in chosen], speculative), strict=True))
+        for key, chosen in groups.items():
+            batch = [requests[i] for i in chosen]
+            if isinstance(key, str):
+                name, pipeline = self._bigram_pipeline(json.loads(key))
+                try:
+                    completions = self._batch(batch, True, pipeline)
+                except RuntimeError:
+                    self._bigrams.pop(name, None)
+                    raise
+            else:
+                completions = self._batch(batch, key)
+            out.update(zip(chosen, completions, strict=True))
         return [out[i] for i in range(len(requests))]
 
     def _config(self, request: Request) -> Any:
@@ -224,12 +267,14 @@ class OpenVinoEngine:
                 config.max_ngram_size = NGRAM_SIZE
         return config
 
-    def _batch(self, requests: list[Request], speculative: bool) -> list[Completion]:
+    def _batch(self, requests: list[Request], speculative: bool, pipeline: Any = None) -> list[Completion]:
         import numpy as np  # deferred: heavy
         import openvino  # deferred: optional
 
         configs = [self._config(r) for r in requests]
-        pipeline = self.speculative if speculative else self.plain
+        own = pipeline is None
+        if pipeline is None:
+            pipeline = self.speculative if speculative else self.plain
         tokens: list[list[int]] = [[] for _ in requests]
         steps: list[list[int]] = [[] for _ in requests]
         times: list[list[float]] = [[] for _ in requests]
@@ -251,10 +296,11 @@ class OpenVinoEngine:
                         steps[i].append(len(new))
                         times[i] += [now] * len(new)
         except RuntimeError:
-            # the pipeline may go on without speculation after a failure: build it again
-            if speculative:
+            # the pipeline may go on without speculation after a failure: build it again (a
+            # bigram pipeline is dropped by its caller)
+            if own and speculative:
                 self.speculative = self._pipeline(speculative=True)
-            else:
+            elif own:
                 self.plain = self._pipeline(speculative=False)
             raise
         return [
@@ -292,7 +338,7 @@ class OpenVinoEngine:
     "openvino-draft",
     summary="OpenVINO GenAI with a draft model (continuous-batching speculative pipeline)",
     extra="openvino",
-    capabilities=(*_COMMON, "draft-model", "round-stats"),
+    capabilities=(*_COMMON, "draft-model", "round-stats", "bigram-drafts"),
     variant="openvino-draft",
 )
 @builtin_engine(

@@ -18,8 +18,11 @@ lines):
 
 On a CPU the engine cannot take drafts from outside: ``Request.set_draft_tokens`` belongs to
 its continuous-batching ``Engine``, which needs a model built with paged attention, and the
-builder writes that for CUDA and WebGPU only. So no ``scripted-drafts``. Speculation refuses
-batches (``batch_size > 1``), so no ``batch``.
+builder writes that for CUDA and WebGPU only. So no ``scripted-drafts``; the draft method
+takes verispec's bigram draft model as ``model.draft`` instead (``bigram-drafts``: a request
+with a ``bigram`` script runs on a configuration of its own per table, the bigram built once by
+the engine's builder; :mod:`verispec.engines.bigram`). Speculation refuses batches
+(``batch_size > 1``), so no ``batch``.
 
 The generator stops at the model's end-of-sequence id and does not append it; the protocol's
 requests stop at their own ``stop_ids`` only. The adapter hands the end-of-sequence token out,
@@ -48,10 +51,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from verispec.engines.model_pairs import load_pair
-from verispec.engines.onnx_files import onnx_pair
+from verispec.engines.bigram import bigram_checkpoint, bigram_name, script_plan
+from verispec.engines.model_pairs import cache_dir, load_pair, write_once
+from verispec.engines.onnx_files import build_onnx, onnx_pair, write_speculative_config
 from verispec.engines.protocol import Completion, Request, RoundStat, probe_sequence, refuse_unsupported
 from verispec.engines.registry import builtin_engine
 from verispec.engines.torchlm import along
@@ -122,6 +127,8 @@ class OrtGenaiEngine:
         self.sampling_order = ORDER
         self.prompts = list(pair.prompts)
         self.prompt_kinds = list(pair.prompt_kinds)
+        self.folder = folder
+        self._bigrams: dict[str, Any] = {}
         model_dir = folder / "target"
         try:
             self.model = og.Model(str(model_dir))
@@ -166,8 +173,36 @@ class OrtGenaiEngine:
     def draft_logits_along(self, prompt: Any, tokens: Any) -> Any:
         return along(self.pair.draft, prompt, tokens)
 
-    def _generator(self, *, speculative: bool = False, **search: Any) -> Any:
+    def _bigram_model(self, script: dict[str, Any]) -> Any:
+        """The speculative configuration whose draft is verispec's bigram with ``script``'s
+        table (``bigram-drafts``): the bigram built once per table by the engine's builder,
+        beside a link to the target's folder; the last few are kept loaded."""
+        successors, default = script_plan(script, self.vocab_size)
+        name = bigram_name(successors, default, self.vocab_size)
+        if name not in self._bigrams:
+            folder = cache_dir() / "onnx-bigram" / f"{self.folder.name}-{name}"
+
+            def write(out: Path) -> None:
+                source = bigram_checkpoint(successors, default, self.target.config, cache_dir() / "bigram")
+                build_onnx(source, out / "draft")
+                (out / "target").symlink_to((self.folder / "target").resolve(), target_is_directory=True)
+                write_speculative_config(out)
+
+            write_once(folder, write)
+            if len(self._bigrams) >= 2:
+                self._bigrams.pop(next(iter(self._bigrams)))
+            try:
+                self._bigrams[name] = self.og.Model(str(folder))
+            except RuntimeError as exc:
+                raise UsageError(f"onnxruntime-genai refused the bigram draft in {folder}: {exc}") from None
+        return self._bigrams[name]
+
+    def _generator(
+        self, *, speculative: bool = False, script: dict[str, Any] | None = None, **search: Any
+    ) -> Any:
         model = self.speculative_model if speculative else self.model
+        if speculative and self.method == "draft" and (script or {}).get("kind") == "bigram":
+            model = self._bigram_model(script or {})
         params = self.og.GeneratorParams(model)
         params.set_search_options(**search)
         if speculative and self.method == "ngram":
@@ -236,7 +271,9 @@ class OrtGenaiEngine:
     def _one(self, request: Request) -> Completion:
         import numpy as np  # deferred: heavy
 
-        generator = self._generator(speculative=request.speculative, **self._search(request))
+        generator = self._generator(
+            speculative=request.speculative, script=request.script, **self._search(request)
+        )
         generator.append_tokens(np.asarray(request.prompt, dtype=np.int32))
         tokens: list[int] = []
         times: list[float] = []
@@ -281,7 +318,7 @@ class OrtGenaiEngine:
     "ortgenai-draft",
     summary="ONNX Runtime GenAI (onnxruntime-genai) with a draft model; rejection sampling",
     extra="onnxruntime-genai",
-    capabilities=(*_COMMON, "draft-model"),
+    capabilities=(*_COMMON, "draft-model", "bigram-drafts"),
     variant="ortgenai-draft",
 )
 @builtin_engine(

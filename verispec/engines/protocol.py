@@ -42,6 +42,11 @@ CAPABILITIES: dict[str, str] = {
     "the first rejection at draft `j` (the drafts before it are drawn from the target's own law, so "
     "they are accepted; the draft at `j` is a token the target cannot emit under top-k); "
     '`{"kind": "full-acceptance"}` accepts every draft',
+    "bigram-drafts": "honours `Request.script = "
+    '{"kind": "bigram", "successors": [[t, s], ...], "default": d}` by drafting with '
+    "verispec's programmable bigram draft model (`verispec.engines.bigram`), whose argmax after token t "
+    "is s (d after any token not listed), through the engine's own draft-model path; at temperature 0 "
+    "the table decides where each round's first rejection falls",
     "round-stats": "fills `Completion.rounds`: per round, the committed length at its start, the "
     "accepted and the committed count, and the drafts (or, where the engine counts them but does not "
     "list them, how many it proposed)",
