@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,7 @@ from verispec.errors import UsageError, require
 __all__ = [
     "LOGIT_GAP",
     "BigramPlan",
+    "Drafters",
     "PlannedRound",
     "bigram_checkpoint",
     "bigram_model",
@@ -185,6 +186,32 @@ def script_plan(script: Mapping[str, Any], vocab_size: int) -> tuple[dict[int, i
         if not 0 <= t < vocab_size:
             raise UsageError(f"bigram script: token {t} is outside the vocabulary of {vocab_size}")
     return successors, default
+
+
+class Drafters:
+    """The last ``keep`` drafters an engine built from ``bigram`` request scripts, one per
+    table: ``get(script, build)`` checks the script and returns the table's name and its
+    drafter, calling ``build(successors, default, name)`` the first time."""
+
+    def __init__(self, vocab_size: int, keep: int) -> None:
+        self.vocab_size = vocab_size
+        self.keep = keep
+        self._built: dict[str, Any] = {}
+
+    def get(
+        self, script: Mapping[str, Any], build: Callable[[dict[int, int], int, str], Any]
+    ) -> tuple[str, Any]:
+        successors, default = script_plan(script, self.vocab_size)
+        name = bigram_name(successors, default, self.vocab_size)
+        if name not in self._built:
+            if len(self._built) >= self.keep:
+                self._built.pop(next(iter(self._built)))
+            self._built[name] = build(successors, default, name)
+        return name, self._built[name]
+
+    def drop(self, name: str) -> None:
+        """Forget a drafter that failed (the next request with its table builds it again)."""
+        self._built.pop(name, None)
 
 
 def _hidden_size(slots: int) -> int:

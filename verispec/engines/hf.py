@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 from verispec.engines import registry
-from verispec.engines.bigram import bigram_model, script_plan
+from verispec.engines.bigram import Drafters, bigram_model
 from verispec.engines.bugs import planted_bug
 from verispec.engines.model_pairs import load_pair
 from verispec.engines.protocol import Completion, Request
@@ -144,7 +144,8 @@ class HFAssistedEngine(_HFEngine):
     def __init__(self, target: Any, draft: Any, *, gamma: int = 3, name: str = "hf-assisted") -> None:
         super().__init__(target, gamma=gamma, name=name)
         self.draft = self._assistant(draft)
-        self._bigrams: dict[str, Any] = {}
+        # a plan is one request's: keep only the last few
+        self._bigrams = Drafters(self.vocab_size, keep=8)
 
     def _assistant(self, draft: Any) -> Any:
         """``draft`` set to propose ``gamma`` drafts every round, whatever its confidence."""
@@ -157,15 +158,13 @@ class HFAssistedEngine(_HFEngine):
         script = request.script or {}
         if script.get("kind") != "bigram":
             return {"assistant_model": self.draft}
-        successors, default = script_plan(script, self.vocab_size)
-        key = repr((sorted(successors.items()), default))
-        if key not in self._bigrams:
-            # a plan is one request's: keep only the last few
-            if len(self._bigrams) >= 8:
-                self._bigrams.pop(next(iter(self._bigrams)))
-            model = bigram_model(successors, default, self.target.config).to(self.target.device)
-            self._bigrams[key] = self._assistant(model)
-        return {"assistant_model": self._bigrams[key]}
+        _, drafter = self._bigrams.get(
+            script,
+            lambda successors, default, _: self._assistant(
+                bigram_model(successors, default, self.target.config).to(self.target.device)
+            ),
+        )
+        return {"assistant_model": drafter}
 
 
 class HFLookupEngine(_HFEngine):

@@ -47,7 +47,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from verispec.engines.bigram import bigram_model, bigram_name, script_plan
+from verispec.engines.bigram import Drafters, bigram_model
 from verispec.engines.model_pairs import cache_dir, load_pair, write_once
 from verispec.engines.openvino_files import openvino_pair, write_llama_openvino
 from verispec.engines.protocol import Completion, Request, RoundStat, probe_sequence, refuse_unsupported
@@ -123,7 +123,7 @@ class OpenVinoEngine:
         )
         self.plain = self._pipeline(speculative=False)
         self.speculative = self._pipeline(speculative=True)
-        self._bigrams: dict[str, Any] = {}
+        self._bigrams = Drafters(self.vocab_size, keep=2)
         version = og.__version__ if hasattr(og, "__version__") else "?"
         scheduler = "prefix caching off (fix no-prefix-caching)" if self.fixes else "the default scheduler"
         self.notes = [
@@ -202,20 +202,14 @@ class OpenVinoEngine:
     def _bigram_pipeline(self, script: dict[str, Any]) -> tuple[str, Any]:
         """The speculative pipeline whose draft is verispec's bigram with ``script``'s table
         (``bigram-drafts``), written as an OpenVINO folder once per table; the last few are kept."""
-        successors, default = script_plan(script, self.vocab_size)
-        folder = cache_dir() / "openvino-bigram" / bigram_name(successors, default, self.vocab_size)
-        like = self.target.config
-        write_once(
-            folder,
-            lambda out: write_llama_openvino(
-                bigram_model(successors, default, like), out, name="bigram draft"
-            ),
-        )
-        if folder.name not in self._bigrams:
-            if len(self._bigrams) >= 2:
-                self._bigrams.pop(next(iter(self._bigrams)))
-            self._bigrams[folder.name] = self._pipeline(speculative=True, draft=folder)
-        return folder.name, self._bigrams[folder.name]
+
+        def build(successors: dict[int, int], default: int, name: str) -> Any:
+            folder = cache_dir() / "openvino-bigram" / name
+            model = bigram_model(successors, default, self.target.config)
+            write_once(folder, lambda out: write_llama_openvino(model, out, name="bigram draft"))
+            return self._pipeline(speculative=True, draft=folder)
+
+        return self._bigrams.get(script, build)
 
     def generate(self, requests: list[Request]) -> list[Completion]:
         """Run ``requests`` together, speculative ones and plain ones each on their pipeline
@@ -235,7 +229,7 @@ class OpenVinoEngine:
                 try:
                     completions = self._batch(batch, True, pipeline)
                 except RuntimeError:
-                    self._bigrams.pop(name, None)
+                    self._bigrams.drop(name)
                     raise
             else:
                 completions = self._batch(batch, key)

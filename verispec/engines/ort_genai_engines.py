@@ -54,7 +54,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from verispec.engines.bigram import bigram_checkpoint, bigram_name, script_plan
+from verispec.engines.bigram import Drafters, bigram_checkpoint
 from verispec.engines.model_pairs import cache_dir, load_pair, write_once
 from verispec.engines.onnx_files import build_onnx, onnx_pair, write_speculative_config
 from verispec.engines.protocol import Completion, Request, RoundStat, probe_sequence, refuse_unsupported
@@ -128,7 +128,7 @@ class OrtGenaiEngine:
         self.prompts = list(pair.prompts)
         self.prompt_kinds = list(pair.prompt_kinds)
         self.folder = folder
-        self._bigrams: dict[str, Any] = {}
+        self._bigrams = Drafters(self.vocab_size, keep=2)
         model_dir = folder / "target"
         try:
             self.model = og.Model(str(model_dir))
@@ -177,9 +177,8 @@ class OrtGenaiEngine:
         """The speculative configuration whose draft is verispec's bigram with ``script``'s
         table (``bigram-drafts``): the bigram built once per table by the engine's builder,
         beside a link to the target's folder; the last few are kept loaded."""
-        successors, default = script_plan(script, self.vocab_size)
-        name = bigram_name(successors, default, self.vocab_size)
-        if name not in self._bigrams:
+
+        def build(successors: dict[int, int], default: int, name: str) -> Any:
             folder = cache_dir() / "onnx-bigram" / f"{self.folder.name}-{name}"
 
             def write(out: Path) -> None:
@@ -189,13 +188,12 @@ class OrtGenaiEngine:
                 write_speculative_config(out)
 
             write_once(folder, write)
-            if len(self._bigrams) >= 2:
-                self._bigrams.pop(next(iter(self._bigrams)))
             try:
-                self._bigrams[name] = self.og.Model(str(folder))
+                return self.og.Model(str(folder))
             except RuntimeError as exc:
                 raise UsageError(f"onnxruntime-genai refused the bigram draft in {folder}: {exc}") from None
-        return self._bigrams[name]
+
+        return self._bigrams.get(script, build)[1]
 
     def _generator(
         self, *, speculative: bool = False, script: dict[str, Any] | None = None, **search: Any
