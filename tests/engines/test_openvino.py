@@ -141,6 +141,36 @@ class TestFindings:
         law = np.asarray(draft.target_logits_along(prompt, [*spec[:part], 0]))[-1]
         assert int(law.argmax()) == greedy[part] != spec[part]  # outside the target's top-1
 
+    def test_finding_1_reaches_the_first_token_of_a_prompt_the_scheduler_defers(self, draft) -> None:
+        """The scheduler prefills at most 256 tokens a step. A prompt it defers is prefilled by
+        the draft pipeline first, which samples its own first token; the main pipeline takes it
+        as a candidate and verifies it by finding 1's rule, so the first token leaves the
+        target's law. Eight prompts of 100 tokens at top-k 1: the first two fit the first step
+        and keep the target's only token, a later one takes another; alone, none moves."""
+        import numpy as np
+
+        rng = np.random.default_rng(0)
+        prompts = [(0, *map(int, rng.integers(3, draft.vocab_size, 99))) for _ in range(8)]
+        top1 = Sampling(1.0, top_k=1)
+        plain = [
+            t[0]
+            for t in _generate(
+                draft, [Request(p, 4, top1, seed=i, speculative=False) for i, p in enumerate(prompts)]
+            )
+        ]
+        together = [
+            t[0] for t in _generate(draft, [Request(p, 4, top1, seed=i) for i, p in enumerate(prompts)])
+        ]
+        alone = [_generate(draft, [Request(p, 4, top1, seed=i)])[0][0] for i, p in enumerate(prompts)]
+        moved = [i for i in range(8) if together[i] != plain[i]]
+        assert alone == plain
+        assert moved and min(moved) >= 2  # the first two prompts (200 tokens) fit the first step
+        for i in moved:  # outside the target's top-1
+            assert (
+                int(np.asarray(draft.target_logits_along(prompts[i][:-1], [prompts[i][-1], 0]))[-1].argmax())
+                == plain[i]
+            )
+
     def test_finding_2_after_a_rejected_last_draft_a_seeded_request_does_not_repeat(self, cache) -> None:
         """With one draft per round every rejection is of the last candidate: the sampler
         records one token fewer than it removed, the next step reads a token id past the end

@@ -113,7 +113,8 @@ class OpenVinoEngine:
         self.capabilities: frozenset[str] = frozenset()
         self.unsupported = dict(UNSUPPORTED)
         self.sampling_order = ORDER
-        #: the prompt's step commits one token without drafts
+        #: the prompt's step commits one token without drafts (a bigram request runs alone on
+        #: its table's pipeline, so its prompt is deferred only past 256 tokens)
         self.drafting_lead = 1
         self.prompts = list(pair.prompts)
         self.prompt_kinds = list(pair.prompt_kinds)
@@ -306,7 +307,10 @@ class OpenVinoEngine:
         self, request: Request, tokens: list[int], steps: list[int], times: list[float], speculative: bool
     ) -> Completion:
         """One request's completion from its tokens and how many each step committed. The
-        first step is the prompt's (one token, no drafts). A draft-model step after it is a
+        first step is the prompt's and is never listed as a round: it commits one token without
+        drafts, except for a prompt the scheduler deferred, which the draft pipeline prefills
+        first and then proposes one token at (audit finding 1), and step counts cannot tell
+        that round's rejection from a plain prompt step. A draft-model step after it is a
         round (the draft proposes every step): its tokens are the accepted drafts and one more.
         Prompt lookup proposes only where an n-gram matches, which the pipeline does not
         report: only the steps that committed more than one token are certainly rounds, and
