@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from verispec.conformance.checks import checks as all_checks
+from verispec.controls.mutants import api_controls as api_control_records
 from verispec.controls.mutants import catalog
 from verispec.engines import registry as engine_registry
 from verispec.engines.protocol import CAPABILITIES
@@ -160,6 +161,14 @@ def controls() -> str:
     return _table(["control", "mechanism", "source", "caught by (through)", "seam replaced"], rows)
 
 
+def api_controls() -> str:
+    rows = [
+        [_code(m.name), ", ".join(f"{c} ({m.evidence_for(c)})" for c in seen) or f"not seen: {why}"]
+        for m, seen, why in api_control_records()
+    ]
+    return _table(["control", "caught through the API by (through)"], rows)
+
+
 #: (file, block name, renderer) for every generated block.
 BLOCKS: tuple[tuple[str, str, Callable[[], str]], ...] = (
     ("docs/reference/verifiers.md", "chain-verifiers", chain_verifiers),
@@ -170,6 +179,7 @@ BLOCKS: tuple[tuple[str, str, Callable[[], str]], ...] = (
     ("docs/reference/engine-protocol.md", "engines", engines),
     ("docs/reference/engine-protocol.md", "capabilities", capabilities),
     ("docs/reference/controls.md", "controls", controls),
+    ("docs/reference/controls.md", "api-controls", api_controls),
 )
 
 

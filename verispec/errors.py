@@ -4,6 +4,8 @@
 * :class:`NonConformance`: the thing under test is wrong.
 * :class:`InternalError`: verispec itself is wrong; please report it.
 * :class:`MissingDependency`: an optional dependency is not installed.
+* :class:`ServerUnavailable`: a server the run talks to cannot be used (exit 4 as well: the
+  run needs something that is not there).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ __all__ = [
     "InternalError",
     "MissingDependency",
     "NonConformance",
+    "ServerUnavailable",
     "UsageError",
     "VerispecError",
     "installed",
@@ -85,6 +88,14 @@ class MissingDependency(VerispecError, ImportError):
         Exception.__init__(error, message)
         error.module, error.extra = "", ""
         return error
+
+
+class ServerUnavailable(VerispecError):
+    """A server the run talks to cannot be used: it cannot be reached, does not answer as an
+    OpenAI-compatible server, does not serve the model, or ran out of time. The message names
+    the URL and repeats the server's answer (never a secret)."""
+
+    exit_code = ExitCode.MISSING_DEPENDENCY
 
 
 @functools.cache

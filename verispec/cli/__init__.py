@@ -2,8 +2,9 @@
 
 Every command returns a :class:`~verispec.verdicts.RunVerdict`, and one policy
 (:func:`verispec.verdicts.exit_code`) turns it into the exit code (a stable interface):
-0 pass, 1 non-conformance, 2 usage error, 3 internal error, 4 missing optional dependency,
-10 inconclusive. Misuse is a usage error printed without a traceback.
+0 pass, 1 non-conformance, 2 usage error, 3 internal error, 4 missing dependency (an optional
+package, or a server that cannot be used), 10 inconclusive. Misuse is a usage error printed
+without a traceback.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import traceback
 from collections.abc import Sequence
 
 from verispec._version import __version__
-from verispec.cli import audit, check, conform, controls, plan, prove, serve, smt
+from verispec.cli import audit, check, conform, controls, plan, prove, serve, serve_engine, smt
 from verispec.cli._common import Parser
 from verispec.errors import ExitCode, MissingDependency, UsageError, VerispecError
 from verispec.verdicts import exit_code
@@ -23,7 +24,7 @@ from verispec.verdicts import exit_code
 __all__ = ["build_parser", "main"]
 
 #: The commands, in the order ``verispec --help`` lists them.
-COMMANDS = (prove, smt, plan, audit, conform, serve, controls, check)
+COMMANDS = (prove, smt, plan, audit, conform, serve, serve_engine, controls, check)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="verispec",
         description="Prove and test that speculative decoding keeps the target model's distribution.",
         epilog="exit codes: 0 pass, 1 non-conformance, 2 usage error, 3 internal error, "
-        "4 missing optional dependency, 10 inconclusive",
+        "4 missing dependency (an optional package, or a server that cannot be used), 10 inconclusive",
     )
     parser.add_argument("--version", action="version", version=f"verispec {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)

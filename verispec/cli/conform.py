@@ -22,13 +22,22 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "conform",
         help="run the conformance suite on a real engine",
-        description=f"Drive an engine (built-in: {built_ins}; or module:factory) in its own process with a "
-        "time limit per request, force rejections at chosen positions, and test its outputs against the "
-        "target's token-by-token conditionals with declared false-alarm rate and power. Exit 0 pass, "
-        "1 a check failed, 3 verispec failed inside a check, 10 inconclusive (nothing passed, or no "
-        "statistical check could run).",
+        description=f"Drive an engine (built-in: {built_ins}; module:factory; or openai:URL, a server) "
+        "in its own process with a time limit per request, force rejections at chosen positions, and test "
+        "its outputs against the target's token-by-token conditionals with declared false-alarm rate and "
+        "power. Exit 0 pass, 1 a check failed, 3 verispec failed inside a check, 4 a server could not be "
+        "used, 10 inconclusive (nothing passed, or no statistical check could run).",
     )
-    p.add_argument("--engine", required=True, metavar="NAME|MODULE:FACTORY", help=f"built-in: {built_ins}")
+    p.add_argument(
+        "--engine",
+        required=True,
+        metavar="NAME|MODULE:FACTORY|openai:URL",
+        help=f"built-in: {built_ins}; or an OpenAI-compatible server, openai:http://HOST:PORT (its baseline "
+        "is --size's target or --target; the API key, if any, from $VERISPEC_API_KEY or $OPENAI_API_KEY)",
+    )
+    p.add_argument(
+        "--model", default=None, help="the model to ask an openai:URL server for (its only one by default)"
+    )
     p.add_argument("--device", default="cpu", help="device passed to the engine factory (default cpu)")
     p.add_argument("--quick", action="store_true", help="smaller samples and fewer settings (a smoke run)")
     p.add_argument(
@@ -87,6 +96,8 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> RunVerdict:
     options = model_options(args)
+    if args.model:
+        options["model"] = args.model
     if args.mutation:
         options["mutations"] = args.mutation
     if args.fix:

@@ -21,6 +21,7 @@ to handle (it restarts this process and goes on).
 from __future__ import annotations
 
 import base64
+import functools
 import inspect
 import sys
 import time
@@ -28,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from verispec.engines import registry
+from verispec.engines.openai_api import make_openai
 from verispec.engines.protocol import Request
 from verispec.errors import UsageError
 from verispec.isolation import load_function, serve
@@ -41,11 +43,14 @@ OPTION_FLAGS = {
     "fixes": "--fix",
     "target": "--target",
     "draft": "--draft",
+    "model": "--model",
 }
 
 
 def _factory(spec: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """What builds the engine, and the function whose signature says which options it takes."""
+    if spec.startswith("openai:"):
+        return functools.partial(make_openai, spec[len("openai:") :]), make_openai
     if ":" in spec:
         factory = load_function(spec, argument="engine")
         return factory, factory

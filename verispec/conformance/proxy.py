@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from verispec.engines.protocol import Completion, Request
-from verispec.errors import MissingDependency, UsageError
+from verispec.errors import MissingDependency, ServerUnavailable, UsageError
 from verispec.isolation import RemoteError, Worker, WorkerCrashed, WorkerTimeout
 from verispec.verdicts import Failure
 
@@ -108,6 +108,8 @@ class EngineProxy:
                 raise UsageError(exc.message) from None
             if isinstance(exc, RemoteError) and exc.type == "MissingDependency":
                 raise MissingDependency.carried(f"engine={self.spec!r}: {exc.message}") from None
+            if isinstance(exc, RemoteError) and exc.type == "ServerUnavailable":
+                raise ServerUnavailable(f"engine={self.spec!r}: {exc.message}") from None
             raise UsageError(f"engine={self.spec!r} could not be built: {exc}") from None
 
     def _ask(self, message: dict[str, Any], *, timeout_s: float | None = None) -> dict[str, Any]:

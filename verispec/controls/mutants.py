@@ -22,15 +22,18 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from verispec._compat import deprecated_name
+from verispec.conformance.api_server import through_api
+from verispec.conformance.checks import get as get_check
 from verispec.engines import registry as engines
 from verispec.engines.bugs import REFERENCE_ENGINES, PlantedBug
+from verispec.engines.openai_api import CAPABILITIES as API_CAPABILITIES
 from verispec.engines.reference.hooks import planted_hooks
 from verispec.errors import UsageError, unknown_name
 from verispec.smt.catalog import CATALOG
 from verispec.verdicts import Evidence, VerdictKind
 from verispec.verifiers import registry as verifiers
 
-__all__ = ["LAYERS", "Layer", "Mutant", "catalog", "engine_mutants", "find", "for_engine"]
+__all__ = ["LAYERS", "Layer", "Mutant", "api_controls", "catalog", "engine_mutants", "find", "for_engine"]
 
 Layer = Literal["verifier", "engine", "index"]
 LAYERS: tuple[Layer, ...] = ("verifier", "engine", "index")
@@ -121,6 +124,36 @@ class Mutant:
 def engine_mutants(engine: str | None = None) -> list[Mutant]:
     """The engine layer's records, all of them or those of one built-in engine."""
     return [Mutant.of_bug(b) for b in engines.bugs(engine)]
+
+
+#: A server batches the requests that arrive together, so which rows share a batch is not
+#: the client's to choose: a check of batch composition does not count as seen through the API.
+ARRIVAL_DEPENDENT = ("ragged-batch",)
+#: Seams whose bugs need a request setting that ``openai:URL`` does not send.
+SEAMS_NOT_SENT = {"penalise": "its bug is in the penalties, which `openai:URL` does not send"}
+
+
+def api_controls() -> list[tuple[Mutant, list[str], str]]:
+    """Each planted bug of the reference engines, served by ``verispec serve-engine`` and
+    tested through ``--engine openai:URL``: the checks of its record that a black box runs,
+    and, where there are none, why."""
+    out = []
+    for m in engine_mutants():
+        if m.engine not in REFERENCE_ENGINES:
+            continue
+        seen = [c for c in through_api(m.caught_by) if c not in ARRIVAL_DEPENDENT]
+        why = ""
+        if m.hook in SEAMS_NOT_SENT:
+            seen, why = [], SEAMS_NOT_SENT[m.hook]
+        elif not seen:
+            lacking = sorted({need for c in m.caught_by for need in get_check(c).missing(API_CAPABILITIES)})
+            why = (
+                f"needs {', '.join(lacking)}, which `openai:URL` does not declare"
+                if lacking
+                else "its checks test batch composition, which the server decides by arrival"
+            )
+        out.append((m, seen, why))
+    return out
 
 
 def _verifier_mutants() -> list[Mutant]:
