@@ -96,6 +96,9 @@ class ServerUnavailable(VerispecError):
     the URL and repeats the server's answer (never a secret)."""
 
     exit_code = ExitCode.MISSING_DEPENDENCY
+    #: the HTTP status, where the server answered one, and its error message
+    status: int | None = None
+    answer: str = ""
 
 
 @functools.cache

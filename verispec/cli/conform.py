@@ -72,7 +72,8 @@ def add_parser(sub: Any) -> None:
         default=[],
         metavar="NAME",
         help="apply a known engine bug's fix in the engine's process, to test the rest "
-        "(vLLM: cpu-expand; OpenVINO: no-prefix-caching)",
+        "(vLLM: cpu-expand; OpenVINO: no-prefix-caching; openai:URL: no-top-k, no-top-p, no-min-p leave "
+        "that setting unsent)",
     )
     p.add_argument(
         "--mutation",

@@ -28,11 +28,12 @@ import json
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from verispec.engines.model_pairs import load_pair
-from verispec.engines.protocol import Completion, Request, probe_sequence
+from verispec.engines.protocol import Completion, Request, Sampling, probe_sequence, refuse_unsupported
 from verispec.engines.torchlm import along
 from verispec.errors import ServerUnavailable, UsageError
 
@@ -48,6 +49,19 @@ CONCURRENCY = 8
 HTTP_TIMEOUT = 120.0
 #: The most of a server's answer an error repeats.
 ANSWER_CHARS = 400
+#: The truncations a server may refuse, each probed at start-up with a one-token request
+#: (``--fix no-NAME`` leaves one unsent, for a server a known bug makes fail on it).
+TRUNCATIONS = {"min_p": 0.1, "top_p": 0.9, "top_k": 5}
+#: ``--fix`` names: the truncation a workaround leaves unsent.
+FIXES = {f"no-{name.replace('_', '-')}": name for name in TRUNCATIONS}
+
+
+def _message(answer: str) -> str:
+    """The error message of an OpenAI-style error body, else the body."""
+    try:
+        return str(json.loads(answer)["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return answer
 
 
 def base_url(url: str) -> str:
@@ -76,8 +90,13 @@ class OpenAIServer:
         draft: str | None = None,
         seed: int = 0,
         device: str = "cpu",
+        fixes: Sequence[str] = (),
         concurrency: int = CONCURRENCY,
     ) -> None:
+        unknown = [f for f in fixes if f not in FIXES]
+        if unknown:
+            raise UsageError(f"--fix={unknown[0]!r} is not one of {', '.join(FIXES)} (for openai:URL)")
+        self.fixes = tuple(sorted(fixes))
         self.url = base_url(url)
         self._key = next((os.environ[v] for v in API_KEY_VARIABLES if os.environ.get(v)), None)
         served = self._served_models()
@@ -100,12 +119,14 @@ class OpenAIServer:
         self.vocab_size = pair.vocab_size
         self.prompts = list(pair.prompts)
         self.prompt_kinds = list(pair.prompt_kinds)
-        self.name = f"openai[{model}]"
+        self.name = f"openai[{model}]" + (f"+fix[{','.join(self.fixes)}]" if self.fixes else "")
         self.gamma = None
         self.capabilities = CAPABILITIES | ({"draft-model"} if draft is not None else set())
         #: penalties are not sent: servers differ in what a penalty does, and a request
         #: carries one only to engines that declare vLLM's semantics (``penalties``)
-        self.unsupported: dict[str, str] = {}
+        self.unsupported: dict[str, str] = {
+            FIXES[f]: f"not sent (--fix {f}: the server fails on it)" for f in self.fixes
+        }
         self._probe()
         self.notes = [
             f"an OpenAI-compatible server at {self.url}, model {model!r}, as it is configured (a black "
@@ -113,7 +134,7 @@ class OpenAIServer:
             f"{concurrency}; baseline: {pair.describe() if draft else 'the target of ' + pair.describe()} "
             "scored by transformers token by token, not the server's own numbers"
             + ("; the draft checkpoint stands for the server's draft model" if draft else "")
-        ]
+        ] + [f"{name} is not sent: {why}" for name, why in self.unsupported.items()]
 
     # ----------------------------------------------------------------- HTTP
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
@@ -130,7 +151,9 @@ class OpenAIServer:
                 text = response.read().decode("utf-8", errors="replace")
         except urllib.error.HTTPError as exc:
             answer = exc.read().decode("utf-8", errors="replace")[:ANSWER_CHARS]
-            raise ServerUnavailable(f"{method} {where} answered HTTP {exc.code}: {answer}") from None
+            error = ServerUnavailable(f"{method} {where} answered HTTP {exc.code}: {answer}")
+            error.status, error.answer = exc.code, _message(answer)
+            raise error from None
         except urllib.error.URLError as exc:
             raise ServerUnavailable(f"{method} {where}: cannot connect ({exc.reason})") from None
         except TimeoutError:
@@ -156,9 +179,29 @@ class OpenAIServer:
 
     def _probe(self) -> None:
         """One greedy token, to fail at start-up on a server that takes no token-id prompts
-        or returns no token ids."""
-        prompt = probe_sequence(self.prompts, self.vocab_size)[:4]
-        self._one(Request(tuple(prompt), 1))
+        or returns no token ids; then one sampled token with each truncation not left out:
+        one the server refuses (HTTP 400) is declared unsupported with its answer, so that
+        the checks take their alternatives; one that fails the server (HTTP 5xx) stops the
+        run, naming the workaround."""
+        prompt = tuple(probe_sequence(self.prompts, self.vocab_size)[:4])
+        self._one(Request(prompt, 1))
+        for name, value in TRUNCATIONS.items():
+            if name in self.unsupported:
+                continue
+            try:
+                self._one(Request(prompt, 1, Sampling(1.0, **{name: value})))
+            except ServerUnavailable as exc:
+                status = exc.status
+                if status == 400:
+                    self.unsupported[name] = f"the server refuses it: {exc.answer}"
+                elif status is not None and status >= 500:
+                    fix = next(f for f, n in FIXES.items() if n == name)
+                    raise ServerUnavailable(
+                        f"a one-token request with {name}={value} failed the server ({exc}); it may have "
+                        f"stopped: if this is a known bug, restart it and pass --fix {fix} to test the rest"
+                    ) from None
+                else:
+                    raise
 
     # ----------------------------------------------------------------- the engine
     def payload(self, request: Request) -> dict[str, Any]:
@@ -170,6 +213,7 @@ class OpenAIServer:
             raise UsageError(f"{self.name}: a server takes no draft scripts")
         if s.penalised:
             raise UsageError(f"{self.name}: penalties are not sent to a server (no 'penalties' capability)")
+        refuse_unsupported(self.name, self.unsupported, s)
         body: dict[str, Any] = {
             "model": self.model,
             "prompt": list(request.prompt),
@@ -242,8 +286,11 @@ def make_openai(
     draft: str | None = None,
     seed: int = 0,
     device: str = "cpu",
+    fixes: Sequence[str] = (),
 ) -> OpenAIServer:
     """The server at ``url`` (``openai:URL`` on the command line) as an engine; the baseline
     is ``--size``'s target or the checkpoint folder ``target``, and ``draft`` a local copy of
     the server's draft model, where it has one."""
-    return OpenAIServer(url, model=model, size=size, target=target, draft=draft, seed=seed, device=device)
+    return OpenAIServer(
+        url, model=model, size=size, target=target, draft=draft, seed=seed, device=device, fixes=fixes
+    )
