@@ -51,7 +51,11 @@ HTTP_TIMEOUT = 120.0
 ANSWER_CHARS = 400
 #: The truncations a server may refuse, each probed at start-up with a one-token request
 #: (``--fix no-NAME`` leaves one unsent, for a server a known bug makes fail on it).
-TRUNCATIONS = {"min_p": 0.1, "top_p": 0.9, "top_k": 5}
+TRUNCATIONS = {
+    "min_p": Sampling(1.0, min_p=0.1),
+    "top_p": Sampling(1.0, top_p=0.9),
+    "top_k": Sampling(1.0, top_k=5),
+}
 #: ``--fix`` names: the truncation a workaround leaves unsent.
 FIXES = {f"no-{name.replace('_', '-')}": name for name in TRUNCATIONS}
 
@@ -185,11 +189,12 @@ class OpenAIServer:
         run, naming the workaround."""
         prompt = tuple(probe_sequence(self.prompts, self.vocab_size)[:4])
         self._one(Request(prompt, 1))
-        for name, value in TRUNCATIONS.items():
+        for name, sampling in TRUNCATIONS.items():
             if name in self.unsupported:
                 continue
+            value = getattr(sampling, name)
             try:
-                self._one(Request(prompt, 1, Sampling(1.0, **{name: value})))
+                self._one(Request(prompt, 1, sampling))
             except ServerUnavailable as exc:
                 status = exc.status
                 if status == 400:
