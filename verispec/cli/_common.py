@@ -83,9 +83,13 @@ def progress(message: str) -> None:
 
 
 def model_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The engine factory's model options from ``--size``, ``--target`` and ``--draft``."""
+    """The engine factory's options from ``--size``, ``--target`` and ``--draft``, and from
+    ``--mutation`` and ``--fix`` where the command has them."""
     options: dict[str, Any] = {}
     for key in ("size", "target", "draft"):
         if getattr(args, key, None):
             options[key] = getattr(args, key)
+    for flag, key in (("mutation", "mutations"), ("fix", "fixes")):
+        if getattr(args, flag, None):
+            options[key] = getattr(args, flag)
     return options

@@ -99,10 +99,6 @@ def run(args: argparse.Namespace) -> RunVerdict:
     options = model_options(args)
     if args.model:
         options["model"] = args.model
-    if args.mutation:
-        options["mutations"] = args.mutation
-    if args.fix:
-        options["fixes"] = args.fix
     live = sys.stderr.isatty() and not args.json
 
     def tick(check: str, done: int, planned: int) -> None:

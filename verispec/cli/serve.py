@@ -77,8 +77,6 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> RunVerdict:
     options = model_options(args)
-    if args.fix:
-        options["fixes"] = args.fix
     if args.out and os.path.exists(os.path.join(args.out, "serve.json")) and not args.force:
         raise UsageError(f"--out={args.out!r} already holds a serve report; pass --force to replace it")
     sampling = Sampling(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k)

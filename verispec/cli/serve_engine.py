@@ -45,10 +45,6 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> RunVerdict:
     options = model_options(args)
-    if args.mutation:
-        options["mutations"] = args.mutation
-    if args.fix:
-        options["fixes"] = args.fix
     progress(f"serve-engine: building {args.engine}")
     engine = build_engine(args.engine, args.device, options)
     model = args.model or str(getattr(engine, "name", args.engine))

@@ -282,20 +282,5 @@ class OpenAIServer:
         return along(self.draft, prompt, tokens)
 
 
-def make_openai(
-    url: str,
-    *,
-    model: str | None = None,
-    size: str = "ci",
-    target: str | None = None,
-    draft: str | None = None,
-    seed: int = 0,
-    device: str = "cpu",
-    fixes: Sequence[str] = (),
-) -> OpenAIServer:
-    """The server at ``url`` (``openai:URL`` on the command line) as an engine; the baseline
-    is ``--size``'s target or the checkpoint folder ``target``, and ``draft`` a local copy of
-    the server's draft model, where it has one."""
-    return OpenAIServer(
-        url, model=model, size=size, target=target, draft=draft, seed=seed, device=device, fixes=fixes
-    )
+#: The factory of ``openai:URL`` (the engine process passes the URL and the CLI's options).
+make_openai = OpenAIServer
